@@ -1,0 +1,100 @@
+"""What codegen is asked to build: one KernelSpec per dispatch region.
+
+The compiler turns each dispatch region of the graph into a KernelSpec; a backend turns a list of
+KernelSpecs into one executable per target (iree_py/codegen/llvm/ for CPUs). Shapes are static in
+this version; kernels are specialized to them.
+
+Bindings of a kernel are `inputs` then `outputs`, in order. Every tensor is dense, row-major.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from iree_py.ir.types import TensorType
+
+# Kernel kinds and the attributes each one reads (all static):
+#   conv2d        inputs X[N,C,H,W], W[M,C/group,KH,KW], optional B[M]; attrs strides[2],
+#                 pads[4] (top, left, bottom, right), dilations[2], group; output Y[N,M,OH,OW]
+#   matmul        inputs A[..., M, K], B[..., K, N] (batch dims broadcast numpy-style); output [..., M, N]
+#   elementwise   inputs broadcast numpy-style to the output shape; attrs["expr"] is an Expr
+#   maxpool       X[N,C,H,W]; attrs kernel[2], strides[2], pads[4], dilations[2], ceil_mode (0/1)
+#   avgpool       as maxpool without dilations, plus count_include_pad (0/1)
+#   globalavgpool X[N,C,...] -> Y[N,C,1,...]
+#   softmax       attrs axis (>= 0): softmax over that one axis
+#   lrn           X[N,C,...]; attrs size, alpha, beta, bias (ONNX LRN)
+#   transpose     attrs perm
+#   concat        attrs axis (>= 0); any number of inputs
+KERNEL_KINDS = ("conv2d", "matmul", "elementwise", "maxpool", "avgpool", "globalavgpool", "softmax",
+                "lrn", "transpose", "concat")
+
+# Elementwise ops an Expr or an epilogue may use, with the attributes they read.
+UNARY_OPS = {"Relu": (), "LeakyRelu": ("alpha",), "Sigmoid": (), "Tanh": (), "Clip": ("min", "max"),
+             "Neg": (), "Exp": (), "Sqrt": (), "Abs": ()}
+BINARY_OPS = ("Add", "Sub", "Mul", "Div")
+
+
+@dataclass(frozen=True)
+class ExprStep:
+    """One elementwise op. Arguments are ("in", i) for kernel input i or ("step", j) for the
+    result of an earlier step j."""
+
+    op: str
+    args: tuple[tuple[str, int], ...]
+    attrs: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A DAG of elementwise ops over the kernel's inputs; the last step is the output."""
+
+    steps: tuple[ExprStep, ...]
+
+
+@dataclass(frozen=True)
+class EpilogueOp:
+    """An elementwise op applied to a conv2d/matmul result before it is stored.
+
+    Unary ops read attrs only. Binary ops combine the running value with kernel input `operand`:
+    value = op(value, operand), or op(operand, value) when `operand_first`. `operand_kind` says how
+    the operand lines up with the output:
+      "scalar"  one element for the whole output
+      "channel" one element per output channel (conv2d: axis 1 of [N,M,OH,OW]; matmul: the last axis, N)
+      "full"    same shape as the output
+    """
+
+    op: str
+    attrs: tuple[tuple[str, float], ...] = ()
+    operand: int | None = None
+    operand_kind: str | None = None
+    operand_first: bool = False
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str                      # the entry point's symbol, unique within a module
+    kind: str                      # one of KERNEL_KINDS
+    inputs: tuple[TensorType, ...]
+    outputs: tuple[TensorType, ...]
+    attrs: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    epilogue: tuple[EpilogueOp, ...] = ()
+    source_nodes: tuple[str, ...] = ()  # source-model node names, for debug info
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """What the VM needs to dispatch a built kernel."""
+
+    name: str
+    workgroup_count: tuple[int, int, int]
+    push_constants: tuple[int, ...]     # u32 values passed at every dispatch (empty while static)
+    binding_min_lengths: tuple[int, ...]  # bytes, one per binding (inputs then outputs)
+
+
+@dataclass(frozen=True)
+class ExecutableBlob:
+    """One linked kernel library for one architecture."""
+
+    arch: str                      # "x86_64", "aarch64"
+    code: bytes                    # ELF shared object, entry = irp_kernel_library_query
+    kernels: tuple[KernelInfo, ...]  # in entry-point order

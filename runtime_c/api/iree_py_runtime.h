@@ -1,0 +1,101 @@
+/* iree-py runtime: the one public C API.
+ *
+ * Load a compiled module (.vmfb) from memory, look up a function, call it with input buffers, and
+ * read its outputs. Every fallible call returns irp_status_t: IRP_OK (0) or an error code; the
+ * message that goes with the latest error of a runtime is irp_runtime_error_message(runtime).
+ *
+ * Ownership:
+ * - The caller owns the module bytes and must keep them alive and unchanged until the module is
+ *   released: constants are used in place, never copied.
+ * - The runtime allocates only through the allocator given to irp_runtime_create, and only while
+ *   creating objects (module load sizes the arena, the registers and the kernel code once);
+ *   irp_call never allocates.
+ * - Output views returned by irp_call point into the module's arena and stay valid until the next
+ *   irp_call on the same module or its release.
+ * Nothing here is thread-safe; use one runtime per thread. */
+#ifndef IREE_PY_RUNTIME_H_
+#define IREE_PY_RUNTIME_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum irp_status_e {
+  IRP_OK = 0,
+  IRP_INVALID_ARGUMENT = 1,  /* a caller error: wrong input count, shape, dtype, size */
+  IRP_INVALID_MODULE = 2,    /* the module failed verification (truncated, corrupt, wrong version) */
+  IRP_OUT_OF_MEMORY = 3,
+  IRP_NOT_FOUND = 4,         /* no such function */
+  IRP_UNSUPPORTED = 5,       /* e.g. no executable for this architecture */
+  IRP_RUNTIME_FAILURE = 6,   /* a kernel or a `fail` instruction reported an error */
+} irp_status_t;
+
+/* Allocation is the caller's: alloc(ctx, size, alignment) returns NULL on failure. */
+typedef struct irp_allocator_t {
+  void* ctx;
+  void* (*alloc)(void* ctx, size_t size, size_t alignment);
+  void (*free)(void* ctx, void* ptr);
+} irp_allocator_t;
+
+/* The allocator over the C library (aligned_alloc/free); not available on bare metal builds. */
+irp_allocator_t irp_allocator_system(void);
+
+typedef enum irp_dtype_e {
+  IRP_DTYPE_F32 = 0, IRP_DTYPE_F64 = 1, IRP_DTYPE_F16 = 2, IRP_DTYPE_I8 = 3, IRP_DTYPE_U8 = 4,
+  IRP_DTYPE_I16 = 5, IRP_DTYPE_I32 = 6, IRP_DTYPE_I64 = 7, IRP_DTYPE_BOOL = 8,
+} irp_dtype_t;
+
+#define IRP_MAX_RANK 8
+
+/* A tensor passed in or out: dtype, shape and the bytes (row-major, dense). */
+typedef struct irp_buffer_view_t {
+  irp_dtype_t dtype;
+  int32_t rank;
+  int64_t shape[IRP_MAX_RANK];
+  void* data;
+  size_t length; /* bytes */
+} irp_buffer_view_t;
+
+typedef struct irp_runtime_t irp_runtime_t;
+typedef struct irp_module_t irp_module_t;
+
+irp_status_t irp_runtime_create(const irp_allocator_t* allocator, irp_runtime_t** out_runtime);
+void irp_runtime_release(irp_runtime_t* runtime);
+/* The message of the latest error reported through this runtime ("" if none). */
+const char* irp_runtime_error_message(const irp_runtime_t* runtime);
+
+/* Verifies the whole module (every offset, register, branch target, executable) before returning
+ * it; nothing in it is trusted afterwards. */
+irp_status_t irp_module_load(irp_runtime_t* runtime, const void* data, size_t length,
+                             irp_module_t** out_module);
+void irp_module_release(irp_module_t* module);
+
+/* Reflection. */
+int32_t irp_module_function_count(const irp_module_t* module);
+/* Returns the index of the function named `name`, or IRP_NOT_FOUND. */
+irp_status_t irp_module_find_function(const irp_module_t* module, const char* name,
+                                      int32_t* out_function);
+const char* irp_function_name(const irp_module_t* module, int32_t function);
+int32_t irp_function_input_count(const irp_module_t* module, int32_t function);
+int32_t irp_function_output_count(const irp_module_t* module, int32_t function);
+/* Fills dtype, rank and shape (data = NULL, length = byte size) of input/output `index`. */
+irp_status_t irp_function_input(const irp_module_t* module, int32_t function, int32_t index,
+                                irp_buffer_view_t* out_view, const char** out_name);
+irp_status_t irp_function_output(const irp_module_t* module, int32_t function, int32_t index,
+                                 irp_buffer_view_t* out_view, const char** out_name);
+/* Bytes of arena the module reserved (its memory plan). */
+size_t irp_module_arena_size(const irp_module_t* module);
+
+/* Calls `function` with input_count inputs, checked against the signature (count, dtype, shape,
+ * length). On success fills output_count views that point into the module's arena. */
+irp_status_t irp_call(irp_module_t* module, int32_t function, const irp_buffer_view_t* inputs,
+                      int32_t input_count, irp_buffer_view_t* out_outputs, int32_t output_count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* IREE_PY_RUNTIME_H_ */

@@ -1,0 +1,63 @@
+/* The kernel ABI: how the runtime calls a compiled kernel, and how a kernel library exposes its
+ * entry points. This header is the schema; the compiler mirrors it in iree_py/codegen/kernel_abi.py
+ * and tests/test_kernel_abi.py checks that the two agree (sizes and offsets for 64- and 32-bit).
+ *
+ * A kernel library is one ELF shared object per architecture, linked with its entry symbol
+ * (e_entry) set to irp_kernel_library_query. The runtime loads it with its own ELF loader
+ * (runtime_c/hal/elf_loader.c), calls the query function with IRP_KERNEL_ABI_VERSION and gets
+ * back the table of entry points. Kernels import nothing: no libc, no libm.
+ *
+ * A dispatch runs one entry point once per workgroup id in [0, workgroup_count) on each axis.
+ * Kernels must only touch bytes inside their bindings; the runtime checks every binding against
+ * the minimum length the module declares for the entry point before calling it.
+ * Ownership: everything a kernel receives is borrowed for the duration of the call. */
+#ifndef IRP_HAL_KERNEL_ABI_H_
+#define IRP_HAL_KERNEL_ABI_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define IRP_KERNEL_ABI_VERSION 1u
+
+typedef struct irp_dispatch_state_t {
+  uint32_t workgroup_count[3];   /* grid size on x, y, z */
+  uint32_t push_constant_count;
+  const uint32_t* push_constants; /* push_constant_count values */
+  void* const* bindings;          /* base pointer of each binding, in the entry's order */
+  const size_t* binding_lengths;  /* length in bytes of each binding */
+  uint32_t binding_count;
+  uint32_t reserved;
+} irp_dispatch_state_t;
+
+typedef struct irp_workgroup_state_t {
+  uint32_t workgroup_id[3];
+  uint32_t reserved;
+} irp_workgroup_state_t;
+
+/* Returns 0 on success; any other value aborts the call with an error naming the entry point. */
+typedef int32_t (*irp_kernel_fn_t)(const irp_dispatch_state_t* dispatch_state,
+                                   const irp_workgroup_state_t* workgroup_state);
+
+typedef struct irp_kernel_library_t {
+  uint32_t abi_version;
+  uint32_t entry_count;
+  const char* const* entry_names; /* entry_count NUL-terminated names */
+  const irp_kernel_fn_t* entries; /* entry_count functions, same order as the module's entry points */
+} irp_kernel_library_t;
+
+/* Exported by every kernel library; returns NULL if it does not speak abi_version. */
+typedef const irp_kernel_library_t* (*irp_kernel_library_query_fn_t)(uint32_t abi_version);
+
+#define IRP_KERNEL_LIBRARY_QUERY_SYMBOL "irp_kernel_library_query"
+
+/* The layout is part of the contract: a change here needs a new IRP_KERNEL_ABI_VERSION. */
+_Static_assert(offsetof(irp_dispatch_state_t, workgroup_count) == 0, "abi");
+_Static_assert(offsetof(irp_dispatch_state_t, push_constant_count) == 12, "abi");
+_Static_assert(offsetof(irp_dispatch_state_t, push_constants) == 16, "abi");
+_Static_assert(offsetof(irp_dispatch_state_t, bindings) == 16 + sizeof(void*), "abi");
+_Static_assert(offsetof(irp_dispatch_state_t, binding_lengths) == 16 + 2 * sizeof(void*), "abi");
+_Static_assert(offsetof(irp_dispatch_state_t, binding_count) == 16 + 3 * sizeof(void*), "abi");
+_Static_assert(sizeof(irp_dispatch_state_t) == 24 + 3 * sizeof(void*), "abi");
+_Static_assert(sizeof(irp_workgroup_state_t) == 16, "abi");
+
+#endif /* IRP_HAL_KERNEL_ABI_H_ */

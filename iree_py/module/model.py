@@ -1,0 +1,86 @@
+"""The module (.vmfb) as plain Python data: what the writer serializes and the reader returns.
+
+Mirrors flatbuffers/module.fbs field for field.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from iree_py.ir.types import DType
+from iree_py.vm.isa_generated import FORMAT_VERSION
+
+
+@dataclass
+class TensorSig:
+    name: str
+    dtype: DType
+    shape: tuple[int, ...]
+
+
+@dataclass
+class Function:
+    name: str
+    inputs: list[TensorSig]
+    outputs: list[TensorSig]
+    i64_register_count: int
+    ref_register_count: int
+    bytecode: bytes
+    exported: bool = True
+
+
+@dataclass
+class Constant:
+    name: str
+    data: bytes
+
+
+@dataclass
+class EntryPoint:
+    name: str
+    binding_count: int
+    push_constant_count: int
+    binding_min_lengths: list[int]
+
+
+@dataclass
+class Executable:
+    arch: str
+    entry_points: list[EntryPoint]
+    code: bytes
+    format: str = "elf"
+
+
+@dataclass
+class PlannedBuffer:
+    name: str
+    offset: int
+    size: int
+
+
+@dataclass
+class MemoryPlan:
+    arena_size: int
+    buffers: list[PlannedBuffer] = field(default_factory=list)
+
+
+@dataclass
+class EntryPointDebug:
+    executable: int
+    entry_point: int
+    source_nodes: list[str]
+
+
+@dataclass
+class Module:
+    name: str
+    functions: list[Function]
+    constants: list[Constant] = field(default_factory=list)
+    executables: list[Executable] = field(default_factory=list)
+    memory_plan: MemoryPlan = field(default_factory=lambda: MemoryPlan(0))
+    debug_info: list[EntryPointDebug] | None = None  # None: stripped
+    format_version: int = FORMAT_VERSION
+
+
+EXECUTABLE_FORMATS = ("elf",)
+FILE_IDENTIFIER = b"IRPY"
+CONSTANT_ALIGNMENT = 64

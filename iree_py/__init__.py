@@ -1,0 +1,26 @@
+"""iree-py: compile ONNX models into compact modules and run them in a tiny C runtime.
+
+    import iree_py
+    m = iree_py.load(iree_py.compile("model.onnx", target="host"))
+    y = m.main(x)
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from iree_py.errors import CompileError, IreePyError, IreeRuntimeError, ModuleFormatError
+
+__all__ = ["compile", "load", "CompileError", "IreePyError", "IreeRuntimeError", "ModuleFormatError"]
+
+
+def compile(model: str | Path | bytes, target: str = "host", *, dims: dict[str, int] | None = None,
+            debug_info: bool = True) -> bytes:
+    """Compile an ONNX model (path or bytes) for `target`; returns the module (.vmfb) bytes."""
+    from iree_py.compiler import CompileOptions, compile_model
+    return compile_model(model, CompileOptions(target=target, dims=dims, debug_info=debug_info))
+
+
+def load(module: bytes | str | Path, device: str = "local"):
+    """Load module bytes or a .vmfb path; `device` is "local" (this host) or "qemu"."""
+    from iree_py.runtime.module import load as _load
+    return _load(module, device)

@@ -1,0 +1,99 @@
+"""The `iree-py` command: compile | run | dump."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from iree_py.errors import IreePyError
+
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from iree_py.compiler import CompileOptions, compile_model
+    dims = dict(_parse_dim(d) for d in args.dim)
+    after = "all" if args.print_ir_after_all else set(args.print_ir_after or []) or None
+    data = compile_model(args.model, CompileOptions(target=args.target, dims=dims or None, print_ir_after=after,
+                                                    debug_info=not args.strip_debug,
+                                                    print_fn=lambda s: print(s, file=sys.stderr)))
+    Path(args.output).write_bytes(data)
+    return 0
+
+
+def _parse_dim(text: str) -> tuple[str, int]:
+    name, _, value = text.partition("=")
+    if not value.isdigit():
+        raise IreePyError(f"--dim {text}: expected NAME=VALUE, e.g. --dim batch=1")
+    return name, int(value)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from iree_py.cli.inputs import parse_input
+    from iree_py.runtime.module import load
+    module = load(args.module, device=args.device)
+    fn = getattr(module, args.function)
+    outputs = fn.call(*[parse_input(t) for t in args.input])
+    if args.output and len(args.output) != len(outputs):
+        raise IreePyError(f"{args.function} has {len(outputs)} outputs ({', '.join(fn.output_names)}); "
+                          f"got {len(args.output)} --output flags")
+    for i, (name, value) in enumerate(zip(fn.output_names, outputs)):
+        if args.output:
+            np.save(args.output[i].removeprefix("@"), value)
+        else:
+            with np.printoptions(threshold=20, edgeitems=3, precision=6):
+                print(f"{name}: {'x'.join(map(str, value.shape))}x{value.dtype}\n{value}")
+    return 0
+
+
+def _cmd_dump(args: argparse.Namespace) -> int:
+    from iree_py.module.dump import dump_module
+    from iree_py.module.reader import read_module
+    data = Path(args.module).read_bytes()
+    sys.stdout.write(dump_module(read_module(data), data))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from iree_py.codegen.target import available_targets
+    parser = argparse.ArgumentParser(prog="iree-py", description="Compile ONNX models to compact modules and run them.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("compile", help="compile a model into a module (.vmfb)")
+    c.add_argument("model", help="an ONNX model file")
+    c.add_argument("--target", default="host", choices=available_targets())
+    c.add_argument("-o", "--output", required=True, help="module file to write")
+    c.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE", help="value of a symbolic input dim")
+    c.add_argument("--print-ir-after", action="append", metavar="PASS", help="print the IR after this pass")
+    c.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass")
+    c.add_argument("--strip-debug", action="store_true", help="leave out source node names")
+    c.set_defaults(func=_cmd_compile)
+
+    r = sub.add_parser("run", help="run a module's function on inputs")
+    r.add_argument("module")
+    r.add_argument("--function", default="main")
+    r.add_argument("--device", default="local", help="local (this host) or qemu (the module's architecture under qemu-user)")
+    r.add_argument("--input", action="append", default=[], help="@x.npy, SHAPExDTYPE=@x.npy or SHAPExDTYPE=1,2,3 (one per input, in order)")
+    r.add_argument("--output", action="append", default=[], help="@y.npy: where to save each output (one per output, in order)")
+    r.set_defaults(func=_cmd_run)
+
+    d = sub.add_parser("dump", help="print a module: functions, bytecode, kernels, constants, memory plan")
+    d.add_argument("module")
+    d.set_defaults(func=_cmd_dump)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except IreePyError as e:
+        print(f"iree-py {args.command}: error: {e}", file=sys.stderr)
+        return 1
+    except FileNotFoundError as e:
+        print(f"iree-py {args.command}: error: {e.filename}: no such file", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""Partition: turn each dispatch region of an optimized graph into a KernelSpec.
+
+After the passes, every node that is not a view (Reshape) is one dispatch region: its op, plus the
+elementwise nodes the fusion pass folded into it (`node.fused`, applied in order). This module
+decides the kernel kind, its inputs (the bindings) and, for fused elementwise ops, the epilogue or
+the elementwise expression.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from iree_py.codegen.kernel_spec import BINARY_OPS, UNARY_OPS, EpilogueOp, Expr, ExprStep, KernelSpec
+from iree_py.errors import CompileError
+from iree_py.ir.graph import Node, Value
+
+ELEMENTWISE_OPS = (*UNARY_OPS, *BINARY_OPS)
+
+# op -> (kernel kind, attributes copied to the spec)
+DIRECT_KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "Conv": ("conv2d", ("strides", "pads", "dilations", "group")),
+    "MatMul": ("matmul", ()),
+    "MaxPool": ("maxpool", ("kernel", "strides", "pads", "dilations", "ceil_mode")),
+    "AveragePool": ("avgpool", ("kernel", "strides", "pads", "ceil_mode", "count_include_pad")),
+    "GlobalAveragePool": ("globalavgpool", ()),
+    "Softmax": ("softmax", ("axis",)),
+    "LRN": ("lrn", ("size", "alpha", "beta", "bias")),
+    "Transpose": ("transpose", ("perm",)),
+    "Concat": ("concat", ("axis",)),
+}
+EPILOGUE_ROOTS = ("Conv", "MatMul")
+
+
+@dataclass
+class Dispatch:
+    node: Node
+    spec: KernelSpec
+    inputs: list[Value]   # the bound values, in spec.inputs order
+    outputs: list[Value]
+
+
+def _attrs(node: Node) -> tuple[tuple[str, float], ...]:
+    return tuple((name, float(node.attrs[name])) for name in UNARY_OPS.get(node.op, ()))
+
+
+def _source_nodes(node: Node) -> tuple[str, ...]:
+    return (node.name, *(f.name for f in node.fused))
+
+
+def _unsupported(node: Node, why: str) -> CompileError:
+    return CompileError(f"node '{node.name}' (op {node.op}): {why}")
+
+
+def _chain_operand(f: Node, running: Value) -> tuple[Value | None, bool]:
+    """The other operand of fused node f (None for unary ops) and whether it comes first."""
+    if f.op in UNARY_OPS:
+        return None, False
+    lhs, rhs = f.inputs
+    if lhs is running and rhs is not running:
+        return rhs, False
+    if rhs is running and lhs is not running:
+        return lhs, True
+    raise _unsupported(f, "fused binary op must combine the running value with one other operand")
+
+
+def _epilogue_spec(node: Node, name: str, kind: str, attrs: dict, defined: set[int]) -> Dispatch:
+    inputs = [v for v in node.inputs if v is not None]
+    out_type = node.outputs[0].type
+    epilogue: list[EpilogueOp] = []
+    running = root_result(node, defined)
+    for f in node.fused:
+        other, first = _chain_operand(f, running)
+        if other is None:
+            epilogue.append(EpilogueOp(f.op, _attrs(f)))
+        else:
+            if other not in inputs:
+                inputs.append(other)
+            epilogue.append(EpilogueOp(f.op, operand=inputs.index(other), operand_kind=_operand_kind(node, other),
+                                       operand_first=first))
+        running = f.outputs[0]
+    spec = KernelSpec(name, kind, tuple(v.type for v in inputs), (out_type,), attrs, tuple(epilogue),
+                      _source_nodes(node))
+    return Dispatch(node, spec, inputs, list(node.outputs))
+
+
+def root_result(node: Node, defined: set[int]) -> Value:
+    """The root op's own result. With fused ops it is the intermediate value that fused[0] reads and
+    that no remaining graph node defines (the fusion pass removed its other users)."""
+    if not node.fused:
+        return node.outputs[0]
+    candidates = [v for v in node.fused[0].inputs if v is not None and not v.is_const and id(v) not in defined]
+    if len(candidates) != 1:
+        raise _unsupported(node, f"fused chain does not start from the root's result (candidates: {candidates})")
+    return candidates[0]
+
+
+def _operand_kind(node: Node, operand: Value) -> str:
+    out_shape = node.outputs[0].type.shape
+    shape = operand.type.shape
+    if operand.type.num_elements == 1:
+        return "scalar"
+    # Right-align the operand's shape against the output's.
+    padded = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
+    if padded == tuple(out_shape):
+        return "full"
+    varying = [i for i, d in enumerate(padded) if d != 1]
+    channel_axis = 1 if node.op == "Conv" else len(out_shape) - 1
+    if varying == [channel_axis] and padded[channel_axis] == out_shape[channel_axis]:
+        return "channel"
+    raise _unsupported(node, f"cannot fuse an operand of shape {list(shape)} into an output of shape {list(out_shape)}")
+
+
+def _elementwise_spec(node: Node, name: str, defined: set[int]) -> Dispatch:
+    inputs: list[Value] = []
+    steps: list[ExprStep] = []
+
+    def arg(v: Value, produced: dict[int, int]) -> tuple[str, int]:
+        if id(v) in produced:
+            return ("step", produced[id(v)])
+        if v not in inputs:
+            inputs.append(v)
+        return ("in", inputs.index(v))
+
+    produced: dict[int, int] = {}
+    results = [root_result(node, defined), *(f.outputs[0] for f in node.fused)]
+    for n, result in zip([node, *node.fused], results):
+        steps.append(ExprStep(n.op, tuple(arg(v, produced) for v in n.inputs), _attrs(n)))
+        produced[id(result)] = len(steps) - 1
+    out = node.outputs[0]
+    spec = KernelSpec(name, "elementwise", tuple(v.type for v in inputs), (out.type,), {"expr": Expr(tuple(steps))},
+                      (), _source_nodes(node))
+    return Dispatch(node, spec, inputs, [out])
+
+
+def dispatch_for(node: Node, name: str, defined: set[int]) -> Dispatch:
+    """The kernel for one dispatch region. `defined`: ids of the graph's inputs and node results."""
+    for v in [*node.inputs, *node.outputs]:
+        if v is not None and v.type.dtype.value != "f32":
+            raise _unsupported(node, f"{v.type.dtype.value} tensors are not supported yet (value '{v.name}'); only f32 compute")
+    if node.op in ELEMENTWISE_OPS:
+        return _elementwise_spec(node, name, defined)
+    if node.op not in DIRECT_KERNELS:
+        raise _unsupported(node, "no kernel for this op")
+    kind, attr_names = DIRECT_KERNELS[node.op]
+    attrs = {a: node.attrs[a] for a in attr_names}
+    if node.op in EPILOGUE_ROOTS:
+        return _epilogue_spec(node, name, kind, attrs, defined)
+    if node.fused:
+        raise _unsupported(node, "ops were fused into a kernel that takes no epilogue")
+    inputs = [v for v in node.inputs if v is not None]
+    spec = KernelSpec(name, kind, tuple(v.type for v in inputs), tuple(v.type for v in node.outputs), attrs, (),
+                      _source_nodes(node))
+    return Dispatch(node, spec, inputs, list(node.outputs))

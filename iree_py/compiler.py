@@ -1,0 +1,114 @@
+"""The whole compiler, one stage per line: model in, module bytes out."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Callable
+
+from iree_py.codegen.dispatch import Dispatch, dispatch_for
+from iree_py.codegen.kernel_spec import ExecutableBlob, KernelSpec
+from iree_py.codegen.llvm import build_executable
+from iree_py.codegen.target import Target, load_target
+from iree_py.frontends.onnx import import_onnx
+from iree_py.ir.graph import Graph
+from iree_py.module import model as mod
+from iree_py.module.writer import write_module
+from iree_py.passes.pipeline import run_pipeline
+from iree_py.vm.lowering import HostProgram, lower_graph
+from iree_py.vm.memory_plan import ALIGNMENT, MemoryPlanResult, plan_memory, root_of
+
+ModelSource = str | Path | bytes
+
+
+@dataclasses.dataclass
+class CompileOptions:
+    target: str = "host"
+    dims: dict[str, int] | None = None          # values for symbolic input dims
+    print_ir_after: set[str] | str | None = None  # pass names, or "all"
+    debug_info: bool = True                       # keep source node names per kernel
+    print_fn: Callable[[str], None] = print
+
+
+def compile_model(model: ModelSource, options: CompileOptions | None = None) -> bytes:
+    options = options or CompileOptions()
+    target = load_target(options.target)
+    # 1. Import: ONNX (any opset 7..newest) -> graph IR with normalized ops.
+    graph = import_onnx(model, dims=options.dims)
+    # 2. Optimize: fold constants and BatchNorm, fuse elementwise ops into their producers, drop dead code.
+    graph = run_pipeline(graph, print_ir_after=options.print_ir_after, out=options.print_fn)
+    # 3. Partition: every remaining non-view node is one dispatch region -> one kernel spec.
+    dispatches = partition(graph)
+    # 4. Codegen: identical kernels share an entry point; all kernels -> one ELF for the target.
+    specs, entry_of = deduplicate([d.spec for d in dispatches])
+    blob = build_executable(specs, target)
+    # 5. Plan memory: arena offsets for every intermediate tensor.
+    plan = plan_memory(graph)
+    arena_size, output_copies = reserve_output_copies(graph, plan)
+    # 6. Lower the host program to VM bytecode.
+    program = lower_graph(graph, dispatches, entry_of, list(blob.kernels), plan, output_copies)
+    # 7. Serialize the module.
+    return write_module(build_module(graph, target, specs, blob, plan, arena_size, program, options.debug_info))
+
+
+def partition(graph: Graph) -> list[Dispatch]:
+    defined = {id(v) for v in graph.inputs} | {id(o) for n in graph.nodes for o in n.outputs}
+    regions = [n for n in graph.nodes if n.op != "Reshape"]
+    return [dispatch_for(node, f"k{i}_{node.op.lower()}", defined) for i, node in enumerate(regions)]
+
+
+def _spec_key(spec: KernelSpec) -> str:
+    return repr((spec.kind, spec.inputs, spec.outputs, sorted(spec.attrs.items()), spec.epilogue))
+
+
+def deduplicate(specs: list[KernelSpec]) -> tuple[list[KernelSpec], list[int]]:
+    """Unique kernels (keeping every source node name) and, per dispatch, its kernel's index."""
+    unique: dict[str, int] = {}
+    kept: list[KernelSpec] = []
+    entry_of = []
+    for spec in specs:
+        key = _spec_key(spec)
+        if key not in unique:
+            unique[key] = len(kept)
+            kept.append(spec)
+        else:
+            first = kept[unique[key]]
+            kept[unique[key]] = dataclasses.replace(first, source_nodes=first.source_nodes + spec.source_nodes)
+        entry_of.append(unique[key])
+    return kept, entry_of
+
+
+def reserve_output_copies(graph: Graph, plan: MemoryPlanResult) -> tuple[int, dict[int, int]]:
+    """Outputs that are graph inputs or constants are copied into arena space reserved past the plan."""
+    arena = plan.arena_size
+    copies: dict[int, int] = {}
+    for v in graph.outputs:
+        if id(root_of(v, plan.view_root)) in plan.storage_of or id(v) in copies:
+            continue
+        copies[id(v)] = arena
+        arena += (v.type.num_bytes + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+    return arena, copies
+
+
+def _sig(name: str, v) -> mod.TensorSig:
+    return mod.TensorSig(name, v.type.dtype, tuple(int(d) for d in v.type.shape))
+
+
+def build_module(graph: Graph, target: Target, specs: list[KernelSpec], blob: ExecutableBlob,
+                 plan: MemoryPlanResult, arena_size: int, program: HostProgram, debug_info: bool) -> mod.Module:
+    output_names = graph.output_names or [v.name for v in graph.outputs]
+    function = mod.Function(
+        name="main",
+        inputs=[_sig(v.name, v) for v in graph.inputs],
+        outputs=[_sig(name, v) for name, v in zip(output_names, graph.outputs)],
+        i64_register_count=program.i64_register_count,
+        ref_register_count=program.ref_register_count,
+        bytecode=program.bytecode,
+    )
+    constants = [mod.Constant(v.name, v.const.astype(v.type.dtype.numpy, copy=False).tobytes()) for v in program.constants]
+    entry_points = [mod.EntryPoint(k.name, len(k.binding_min_lengths), len(k.push_constants), list(k.binding_min_lengths))
+                    for k in blob.kernels]
+    executable = mod.Executable(blob.arch, entry_points, blob.code)
+    buffers = [mod.PlannedBuffer(s.name, s.offset, s.size) for s in plan.storages]
+    debug = [mod.EntryPointDebug(0, i, list(s.source_nodes)) for i, s in enumerate(specs)] if debug_info else None
+    return mod.Module(graph.name or "main", [function], constants, [executable],
+                      mod.MemoryPlan(arena_size, buffers), debug)

@@ -1,0 +1,48 @@
+"""`iree-py dump`: a module as readable text (golden-tested in tests/module/)."""
+from __future__ import annotations
+
+from iree_py.module.model import Module, TensorSig
+from iree_py.module.section_sizes import section_sizes
+from iree_py.vm.encoder import decode
+
+
+def _sig(s: TensorSig) -> str:
+    return f"%{s.name}: {'x'.join(str(d) for d in s.shape)}x{s.dtype.value}" if s.shape else f"%{s.name}: {s.dtype.value}"
+
+
+def dump_module(module: Module, data: bytes | None = None, *, code_bytes: bool = False) -> str:
+    out: list[str] = [f"module @{module.name} (format version {module.format_version})"]
+    if data is not None:
+        out.append("")
+        out.append(f"sections ({len(data)} bytes in all):")
+        for name, size in section_sizes(module, len(data)).items():
+            out.append(f"  {name:<12} {size:>10} bytes")
+    for fn in module.functions:
+        out.append("")
+        ins = ", ".join(_sig(s) for s in fn.inputs)
+        outs = ", ".join(_sig(s) for s in fn.outputs)
+        out.append(f"func {'exported ' if fn.exported else ''}@{fn.name}({ins}) -> ({outs})")
+        out.append(f"  registers: {fn.i64_register_count} i64, {fn.ref_register_count} ref; bytecode {len(fn.bytecode)} bytes")
+        for offset, op, operands in decode(fn.bytecode):
+            out.append(f"  {offset:5d}: {op:<16} {', '.join(_format(op, operands))}")
+    for i, exe in enumerate(module.executables):
+        out.append("")
+        out.append(f"executable #{i} {exe.arch} {exe.format}, {len(exe.code)} bytes of code")
+        debug = {d.entry_point: d.source_nodes for d in module.debug_info or [] if d.executable == i}
+        for j, ep in enumerate(exe.entry_points):
+            nodes = f"  <- {', '.join(debug[j])}" if j in debug else ""
+            out.append(f"  entry #{j} {ep.name}: {ep.binding_count} bindings {list(ep.binding_min_lengths)} bytes, "
+                       f"{ep.push_constant_count} push constants{nodes}")
+    out.append("")
+    out.append(f"constants: {len(module.constants)}, {sum(len(c.data) for c in module.constants)} bytes")
+    for i, c in enumerate(module.constants):
+        out.append(f"  #{i} {c.name}: {len(c.data)} bytes")
+    out.append("")
+    out.append(f"memory plan: arena {module.memory_plan.arena_size} bytes")
+    for b in module.memory_plan.buffers:
+        out.append(f"  [{b.offset:>9}, {b.offset + b.size:>9})  {b.name}")
+    return "\n".join(out) + "\n"
+
+
+def _format(op: str, operands: list[object]) -> list[str]:
+    return [f"[{', '.join(map(str, o))}]" if isinstance(o, list) else str(o) for o in operands]

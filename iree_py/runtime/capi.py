@@ -1,0 +1,42 @@
+"""ctypes declarations of runtime_c/api/iree_py_runtime.h (the one public C API)."""
+from __future__ import annotations
+
+import ctypes
+from functools import cache
+
+from iree_py.runtime.build import host_library
+
+MAX_RANK = 8
+
+
+class BufferView(ctypes.Structure):
+    _fields_ = [("dtype", ctypes.c_int), ("rank", ctypes.c_int32), ("shape", ctypes.c_int64 * MAX_RANK),
+                ("data", ctypes.c_void_p), ("length", ctypes.c_size_t)]
+
+
+class Allocator(ctypes.Structure):
+    _fields_ = [("ctx", ctypes.c_void_p), ("alloc", ctypes.c_void_p), ("free", ctypes.c_void_p)]
+
+
+_SIGNATURES = {
+    "irp_allocator_system": ([], Allocator),
+    "irp_runtime_create": ([ctypes.POINTER(Allocator), ctypes.POINTER(ctypes.c_void_p)], ctypes.c_int),
+    "irp_runtime_release": ([ctypes.c_void_p], None),
+    "irp_runtime_error_message": ([ctypes.c_void_p], ctypes.c_char_p),
+    "irp_module_load": ([ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)], ctypes.c_int),
+    "irp_module_release": ([ctypes.c_void_p], None),
+    "irp_module_find_function": ([ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int32)], ctypes.c_int),
+    "irp_module_arena_size": ([ctypes.c_void_p], ctypes.c_size_t),
+    "irp_call": ([ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(BufferView), ctypes.c_int32,
+                  ctypes.POINTER(BufferView), ctypes.c_int32], ctypes.c_int),
+}
+
+
+@cache
+def library() -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(host_library()))
+    for name, (argtypes, restype) in _SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.argtypes = argtypes
+        fn.restype = restype
+    return lib

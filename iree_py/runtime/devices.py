@@ -1,0 +1,121 @@
+"""Where a module runs: in this process through the C runtime (local), or in the cross-built
+runner under qemu-user (qemu). Both take and return numpy arrays."""
+from __future__ import annotations
+
+import ctypes
+import platform
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from iree_py.codegen.target import Target, available_targets, load_target
+from iree_py.errors import IreePyError, IreeRuntimeError
+from iree_py.module.model import Function, Module
+from iree_py.runtime import capi
+from iree_py.runtime.build import runner_for
+
+HOST_ARCH = {"x86_64": "x86_64", "AMD64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}[platform.machine()]
+
+
+class LocalDevice:
+    """The host runtime library, called through its C API."""
+
+    def __init__(self, data: bytes) -> None:
+        self.lib = capi.library()
+        # The module bytes must stay put while loaded; keep them 64-byte aligned so constants are too.
+        self._storage = np.empty(len(data) + 64, dtype=np.uint8)
+        start = (-self._storage.ctypes.data) % 64
+        self._bytes = self._storage[start:start + len(data)]
+        self._bytes[:] = np.frombuffer(data, dtype=np.uint8)
+        self.runtime = ctypes.c_void_p()
+        allocator = self.lib.irp_allocator_system()
+        self._check(self.lib.irp_runtime_create(ctypes.byref(allocator), ctypes.byref(self.runtime)), "create runtime")
+        self.module = ctypes.c_void_p()
+        self._check(self.lib.irp_module_load(self.runtime, self._bytes.ctypes.data, len(data), ctypes.byref(self.module)),
+                    "load module")
+
+    def _check(self, status: int, what: str) -> None:
+        if status != 0:
+            message = self.lib.irp_runtime_error_message(self.runtime).decode() if self.runtime else ""
+            raise IreeRuntimeError(f"{what}: {message or f'status {status}'}")
+
+    def arena_size(self) -> int:
+        return self.lib.irp_module_arena_size(self.module)
+
+    def call(self, fn: Function, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        index = ctypes.c_int32()
+        self._check(self.lib.irp_module_find_function(self.module, fn.name.encode(), ctypes.byref(index)), fn.name)
+        views = (capi.BufferView * max(1, len(inputs)))()
+        for view, a, sig in zip(views, inputs, fn.inputs):
+            view.dtype = sig.dtype.module_code
+            view.rank = a.ndim
+            for d, n in enumerate(a.shape):
+                view.shape[d] = n
+            view.data = a.ctypes.data
+            view.length = a.nbytes
+        outs = (capi.BufferView * max(1, len(fn.outputs)))()
+        self._check(self.lib.irp_call(self.module, index, views, len(inputs), outs, len(fn.outputs)), fn.name)
+        results = []
+        for view, sig in zip(outs, fn.outputs):
+            raw = ctypes.string_at(view.data, view.length)
+            results.append(np.frombuffer(raw, dtype=sig.dtype.numpy).reshape(sig.shape).copy())
+        return results
+
+    def __del__(self) -> None:
+        lib = getattr(self, "lib", None)
+        if lib is None:
+            return
+        if getattr(self, "module", None):
+            lib.irp_module_release(self.module)
+        if getattr(self, "runtime", None):
+            lib.irp_runtime_release(self.runtime)
+
+
+def qemu_target_for(arch: str) -> Target:
+    for name in available_targets():
+        t = load_target(name)
+        if t.arch == arch and t.run == "qemu-user":
+            return t
+    raise IreePyError(f"no target runs {arch} modules under qemu")
+
+
+class QemuDevice:
+    """The runner cross-built for the module's architecture, run under qemu-user; tensors go through files."""
+
+    def __init__(self, data: bytes, arch: str) -> None:
+        self.target = qemu_target_for(arch)
+        self.runner = runner_for(self.target.name, self.target.cross_cc)
+        self.data = data
+
+    def call(self, fn: Function, inputs: list[np.ndarray], repeat: int = 0) -> list[np.ndarray]:
+        with tempfile.TemporaryDirectory(prefix="iree-py-") as tmp:
+            d = Path(tmp)
+            (d / "m.vmfb").write_bytes(self.data)
+            cmd = [self.target.qemu, str(self.runner), str(d / "m.vmfb"), f"--function={fn.name}"]
+            for i, a in enumerate(inputs):
+                (d / f"in{i}.bin").write_bytes(a.tobytes())
+                cmd.append(f"--input={d / f'in{i}.bin'}")
+            cmd += [f"--output={d / f'out{i}.bin'}" for i in range(len(fn.outputs))]
+            if repeat:
+                cmd.append(f"--repeat={repeat}")
+            result = subprocess.run(cmd, capture_output=True, text=True)
+            if result.returncode != 0:
+                raise IreeRuntimeError(f"{fn.name} under {self.target.qemu}: {result.stderr.strip() or result.stdout.strip()}")
+            self.last_stdout = result.stdout
+            return [np.fromfile(d / f"out{i}.bin", dtype=s.dtype.numpy).reshape(s.shape)
+                    for i, s in enumerate(fn.outputs)]
+
+
+def open_device(device: str, data: bytes, module: Module) -> LocalDevice | QemuDevice:
+    archs = [e.arch for e in module.executables]
+    arch = archs[0] if archs else HOST_ARCH
+    if device in ("local", "host"):
+        if arch != HOST_ARCH:
+            raise IreePyError(f"this module was compiled for {arch}; this host is {HOST_ARCH}: "
+                              f"run it with device='qemu' (--device=qemu)")
+        return LocalDevice(data)
+    if device == "qemu" or device.startswith("qemu-"):
+        return QemuDevice(data, device.removeprefix("qemu-") if device.startswith("qemu-") else arch)
+    raise IreePyError(f"unknown device {device!r}: use 'local' or 'qemu'")

@@ -1,0 +1,58 @@
+"""`iree_py.load`: a compiled module whose functions take and return numpy arrays."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from iree_py.module.model import Function, Module
+from iree_py.module.reader import read_module
+from iree_py.runtime.devices import open_device
+from iree_py.runtime.signature import check_inputs
+
+
+class LoadedFunction:
+    def __init__(self, loaded: "LoadedModule", fn: Function) -> None:
+        self._loaded = loaded
+        self.signature = fn
+        self.__name__ = fn.name
+
+    @property
+    def input_names(self) -> list[str]:
+        return [s.name for s in self.signature.inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [s.name for s in self.signature.outputs]
+
+    def __call__(self, *args: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
+        outputs = self.call(*args)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def call(self, *args: np.ndarray) -> list[np.ndarray]:
+        """Always a list, whatever the number of outputs."""
+        return self._loaded.device.call(self.signature, check_inputs(self.signature, args))
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{s.name}: {list(s.shape)} {s.dtype.value}" for s in self.signature.inputs)
+        outs = ", ".join(f"{s.name}: {list(s.shape)} {s.dtype.value}" for s in self.signature.outputs)
+        return f"{self.signature.name}({ins}) -> ({outs})"
+
+
+class LoadedModule:
+    def __init__(self, data: bytes, device: str = "local") -> None:
+        self.data = data
+        self.module: Module = read_module(data)
+        self.device = open_device(device, data, self.module)
+        self.functions = {f.name: LoadedFunction(self, f) for f in self.module.functions if f.exported}
+
+    def __getattr__(self, name: str) -> LoadedFunction:
+        functions = self.__dict__.get("functions", {})
+        if name in functions:
+            return functions[name]
+        raise AttributeError(f"module has no function {name!r}; it has {sorted(functions)}")
+
+
+def load(module: bytes | str | Path, device: str = "local") -> LoadedModule:
+    data = module if isinstance(module, (bytes, bytearray)) else Path(module).read_bytes()
+    return LoadedModule(bytes(data), device)

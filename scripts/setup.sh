@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install everything iree-py and its tests need on a fresh Debian machine, then install iree-py
+# itself (which builds the C runtime for this host). Safe to run again: it skips what is there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  make gcc
+  lld                              # ld.lld links kernel objects into one ELF per target
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross   # the runtime cross-built for arm64
+  qemu-user                        # qemu-aarch64 runs arm64 modules here
+  flatbuffers-compiler             # flatc: the module schema test
+)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+python3 -m pip install -q --disable-pip-version-check -e ".[test]"

@@ -1,0 +1,435 @@
+"""ONNX op -> normalized ops: one converter per ONNX op type, listed in CONVERTERS at the bottom.
+
+A converter reads the current node through the context (`ctx.input`, `ctx.attr`, `ctx.opset`) and
+returns the Values of the node's outputs, in order (a shorter list: the rest are not computed).
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from iree_py.ir.graph import Value
+
+if TYPE_CHECKING:
+    from iree_py.frontends.onnx import OnnxContext
+
+Converter = Callable[["OnnxContext"], list[Value]]
+F32 = np.float32
+
+
+def _axis(ctx: "OnnxContext", axis: int, rank: int, what: str = "axis") -> int:
+    if not -rank <= axis < rank:
+        raise ctx.bad_attr(what, axis, f"out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def _shape(v: Value) -> tuple[int, ...]:
+    return tuple(int(d) for d in v.type.shape)
+
+
+def _reshape(ctx: "OnnxContext", v: Value, shape: tuple[int, ...], out: int | None = None) -> Value:
+    return ctx.emit("Reshape", [v], {"shape": [int(d) for d in shape]}, out=out)
+
+
+# ------------------------------------------------------------------------------- windows (conv/pool)
+
+def _explicit_pads(ctx: "OnnxContext", spatial: tuple[int, ...], kernel: list[int], strides: list[int],
+                   dilations: list[int]) -> list[int]:
+    """ONNX pads [begin..., end...] from auto_pad / pads."""
+    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    n = len(spatial)
+    if auto_pad == "NOTSET":
+        pads = [int(p) for p in ctx.attr("pads", [0] * (2 * n))]
+        if len(pads) != 2 * n:
+            raise ctx.bad_attr("pads", pads, f"expected {2 * n} values")
+        return pads
+    if auto_pad == "VALID":
+        return [0] * (2 * n)
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise ctx.bad_attr("auto_pad", auto_pad, "expected NOTSET, VALID, SAME_UPPER or SAME_LOWER")
+    begins, ends = [], []
+    for size, k, s, d in zip(spatial, kernel, strides, dilations):
+        out = -(-size // s)
+        total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
+        small, big = total // 2, total - total // 2
+        begins.append(small if auto_pad == "SAME_UPPER" else big)
+        ends.append(big if auto_pad == "SAME_UPPER" else small)
+    return begins + ends
+
+
+def _window_attrs(ctx: "OnnxContext", x: Value, kernel: list[int], allow_dilations: bool) -> dict:
+    spatial = _shape(x)[2:]
+    if len(spatial) != 2:
+        raise ctx.error(f"{len(spatial)}-D windows (input {x.type}) are not supported; only 2-D")
+    strides = [int(s) for s in ctx.attr("strides", [1, 1])]
+    dilations = [int(d) for d in ctx.attr("dilations", [1, 1])]
+    if not allow_dilations and dilations != [1, 1]:
+        raise ctx.bad_attr("dilations", dilations, "AveragePool with dilations")
+    pads = _explicit_pads(ctx, spatial, kernel, strides, dilations)
+    return {"strides": strides, "pads": pads, "dilations": dilations}
+
+
+def conv(ctx: "OnnxContext") -> list[Value]:
+    x, w = ctx.input(0), ctx.input(1)
+    rank = x.type.rank
+    if rank == 3:  # 1-D conv: [N,C,L] -> [N,C,1,L]
+        return [_conv_1d(ctx, x, w)]
+    if rank != 4:
+        raise ctx.error(f"{rank - 2}-D Conv (input {x.type}) is not supported; only 1-D and 2-D")
+    kernel = [int(k) for k in ctx.attr("kernel_shape", _shape(w)[2:])]
+    attrs = _window_attrs(ctx, x, kernel, allow_dilations=True)
+    attrs["group"] = int(ctx.attr("group", 1))
+    inputs = [x, w] + ([ctx.input(2)] if ctx.has_input(2) else [])
+    return [ctx.emit("Conv", inputs, attrs, out=0)]
+
+
+def _conv_1d(ctx: "OnnxContext", x: Value, w: Value) -> Value:
+    n, c, length = _shape(x)
+    m, cg, k = _shape(w)
+    strides = [1] + [int(s) for s in ctx.attr("strides", [1])]
+    dilations = [1] + [int(d) for d in ctx.attr("dilations", [1])]
+    begin, end = _explicit_pads(ctx, (length,), [k], strides[1:], dilations[1:])
+    x4 = _reshape(ctx, x, (n, c, 1, length))
+    w4 = _reshape(ctx, w, (m, cg, 1, k))
+    inputs = [x4, w4] + ([ctx.input(2)] if ctx.has_input(2) else [])
+    attrs = {"strides": strides, "pads": [0, begin, 0, end], "dilations": dilations,
+             "group": int(ctx.attr("group", 1))}
+    y4 = ctx.emit("Conv", inputs, attrs)
+    n, m, _, out_len = _shape(y4)
+    return _reshape(ctx, y4, (n, m, out_len), out=0)
+
+
+def _pool(ctx: "OnnxContext", op: str) -> list[Value]:
+    x = ctx.input(0)
+    if ctx.output_used(1):
+        raise ctx.error("the Indices output of MaxPool is not supported")
+    kernel = [int(k) for k in ctx.attr("kernel_shape", [])]
+    if len(kernel) != 2 or x.type.rank != 4:
+        raise ctx.error(f"only 2-D pooling on rank-4 input is supported (kernel_shape {kernel}, input {x.type})")
+    attrs = _window_attrs(ctx, x, kernel, allow_dilations=(op == "MaxPool"))
+    attrs["kernel"] = kernel
+    attrs["ceil_mode"] = int(ctx.attr("ceil_mode", 0))
+    if op == "AveragePool":
+        del attrs["dilations"]
+        attrs["count_include_pad"] = int(ctx.attr("count_include_pad", 0))
+    return [ctx.emit(op, [x], attrs, out=0)]
+
+
+def global_average_pool(ctx: "OnnxContext") -> list[Value]:
+    return [ctx.emit("GlobalAveragePool", [ctx.input(0)], out=0)]
+
+
+# ------------------------------------------------------------------------------------------ linear
+
+def gemm(ctx: "OnnxContext") -> list[Value]:
+    a, b = ctx.input(0), ctx.input(1)
+    alpha, beta = float(ctx.attr("alpha", 1.0)), float(ctx.attr("beta", 1.0))
+    if a.type.rank != 2 or b.type.rank != 2:
+        raise ctx.error(f"Gemm operands must be 2-D, got {a.type} and {b.type}")
+    if ctx.attr("transA", 0):
+        a = ctx.emit("Transpose", [a], {"perm": [1, 0]})
+    if ctx.attr("transB", 0):
+        b = ctx.emit("Transpose", [b], {"perm": [1, 0]})
+    has_c = ctx.has_input(2) and beta != 0.0
+    scale_b = alpha != 1.0 and b.is_const
+    if scale_b:
+        b = ctx.emit("Mul", [b, ctx.const(np.array(alpha, F32), "alpha")])
+    last = not has_c and (alpha == 1.0 or scale_b)
+    y = ctx.emit("MatMul", [a, b], out=0 if last else None)
+    if alpha != 1.0 and not scale_b:
+        y = ctx.emit("Mul", [y, ctx.const(np.array(alpha, F32), "alpha")], out=None if has_c else 0)
+    if not has_c:
+        return [y]
+    c = ctx.input(2)
+    if beta != 1.0:
+        c = ctx.emit("Mul", [c, ctx.const(np.array(beta, F32), "beta")])
+    return [ctx.emit("Add", [y, c], out=0)]
+
+
+def matmul(ctx: "OnnxContext") -> list[Value]:
+    a, b = ctx.input(0), ctx.input(1)
+    a_vec, b_vec = a.type.rank == 1, b.type.rank == 1
+    if a_vec:
+        a = _reshape(ctx, a, (1, *_shape(a)))
+    if b_vec:
+        b = _reshape(ctx, b, (*_shape(b), 1))
+    if not (a_vec or b_vec):
+        return [ctx.emit("MatMul", [a, b], out=0)]
+    y = ctx.emit("MatMul", [a, b])
+    shape = list(_shape(y))
+    if b_vec:
+        shape.pop(-1)
+    if a_vec:
+        shape.pop(-2 if not b_vec else -1)
+    return [_reshape(ctx, y, tuple(shape), out=0)]
+
+
+# ------------------------------------------------------------------------------------- elementwise
+
+def _binary(op: str) -> Converter:
+    def convert(ctx: "OnnxContext") -> list[Value]:
+        return [ctx.emit(op, [ctx.input(0), ctx.input(1)], out=0)]
+    return convert
+
+
+def _unary(op: str) -> Converter:
+    def convert(ctx: "OnnxContext") -> list[Value]:
+        return [ctx.emit(op, [ctx.input(0)], out=0)]
+    return convert
+
+
+def sum_(ctx: "OnnxContext") -> list[Value]:
+    values = ctx.inputs()
+    if len(values) == 1:
+        return values
+    acc = values[0]
+    for i, v in enumerate(values[1:], start=2):
+        acc = ctx.emit("Add", [acc, v], out=0 if i == len(values) else None)
+    return [acc]
+
+
+def leaky_relu(ctx: "OnnxContext") -> list[Value]:
+    return [ctx.emit("LeakyRelu", [ctx.input(0)], {"alpha": float(ctx.attr("alpha", 0.01))}, out=0)]
+
+
+def clip(ctx: "OnnxContext") -> list[Value]:
+    if ctx.opset < 11:
+        lo, hi = float(ctx.attr("min", -math.inf)), float(ctx.attr("max", math.inf))
+    else:
+        lo = float(ctx.const_input(1, "min")) if ctx.has_input(1) else -math.inf
+        hi = float(ctx.const_input(2, "max")) if ctx.has_input(2) else math.inf
+    return [ctx.emit("Clip", [ctx.input(0)], {"min": lo, "max": hi}, out=0)]
+
+
+# ----------------------------------------------------------------------------------- normalization
+
+def batch_norm(ctx: "OnnxContext") -> list[Value]:
+    if ctx.opset < 9 and int(ctx.attr("spatial", 1)) != 1:
+        raise ctx.bad_attr("spatial", ctx.attr("spatial"), "only spatial=1 (per-channel) BatchNormalization")
+    if int(ctx.attr("training_mode", 0)) != 0:
+        raise ctx.bad_attr("training_mode", 1, "training-mode BatchNormalization")
+    for i in range(1, 5):
+        ctx.const_input(i, ["", "scale", "bias", "mean", "var"][i])
+    x = ctx.input(0)
+    if x.type.rank < 2:
+        raise ctx.error(f"input {x.type} must have rank >= 2")
+    params = [ctx.input(i) for i in range(1, 5)]
+    for i, p in enumerate(params, start=1):
+        if p.type.rank != 1:
+            params[i - 1] = _reshape(ctx, p, (p.type.num_elements,))
+    attrs = {"epsilon": float(ctx.attr("epsilon", 1e-5))}
+    return [ctx.emit("BatchNormalization", [x, *params], attrs, out=0)]
+
+
+def lrn(ctx: "OnnxContext") -> list[Value]:
+    attrs = {"size": int(ctx.attr("size")), "alpha": float(ctx.attr("alpha", 1e-4)),
+             "beta": float(ctx.attr("beta", 0.75)), "bias": float(ctx.attr("bias", 1.0))}
+    return [ctx.emit("LRN", [ctx.input(0)], attrs, out=0)]
+
+
+def softmax(ctx: "OnnxContext") -> list[Value]:
+    x = ctx.input(0)
+    rank = x.type.rank
+    if ctx.opset >= 13:
+        axis = _axis(ctx, int(ctx.attr("axis", -1)), rank)
+        return [ctx.emit("Softmax", [x], {"axis": axis}, out=0)]
+    axis = _axis(ctx, int(ctx.attr("axis", 1)), rank)
+    if axis == rank - 1:  # the flattened trailing part is just the last axis
+        return [ctx.emit("Softmax", [x], {"axis": axis}, out=0)]
+    shape = _shape(x)
+    flat = _reshape(ctx, x, (math.prod(shape[:axis]), math.prod(shape[axis:])))
+    y = ctx.emit("Softmax", [flat], {"axis": 1})
+    return [_reshape(ctx, y, shape, out=0)]
+
+
+# ---------------------------------------------------------------------------------- shape & layout
+
+def concat(ctx: "OnnxContext") -> list[Value]:
+    values = ctx.inputs()
+    axis = _axis(ctx, int(ctx.attr("axis", 1 if ctx.opset < 4 else 0)), values[0].type.rank)
+    if len(values) == 1:
+        return values
+    return [ctx.emit("Concat", values, {"axis": axis}, out=0)]
+
+
+def _resolve_shape(ctx: "OnnxContext", x: Value, requested: list[int], allow_zero: bool) -> tuple[int, ...]:
+    shape = list(requested)
+    src = _shape(x)
+    for i, d in enumerate(shape):
+        if d == 0 and not allow_zero:
+            if i >= len(src):
+                raise ctx.error(f"shape {requested}: 0 at index {i} but input {x.type} has rank {len(src)}")
+            shape[i] = src[i]
+    if shape.count(-1) > 1:
+        raise ctx.error(f"shape {requested} has more than one -1")
+    if -1 in shape:
+        known = math.prod(d for d in shape if d != -1)
+        total = math.prod(src)
+        if known == 0 or total % known:
+            raise ctx.error(f"cannot reshape {x.type} to {requested}")
+        shape[shape.index(-1)] = total // known
+    if math.prod(shape) != math.prod(src) or any(d < 0 for d in shape):
+        raise ctx.error(f"cannot reshape {x.type} to {requested}")
+    return tuple(shape)
+
+
+def reshape(ctx: "OnnxContext") -> list[Value]:
+    x = ctx.input(0)
+    if ctx.opset < 5:
+        requested = [int(d) for d in ctx.attr("shape", [])]
+    else:
+        requested = [int(d) for d in ctx.const_input(1, "shape").reshape(-1)]
+    allow_zero = bool(ctx.attr("allowzero", 0))
+    return [_reshape(ctx, x, _resolve_shape(ctx, x, requested, allow_zero), out=0)]
+
+
+def flatten(ctx: "OnnxContext") -> list[Value]:
+    x = ctx.input(0)
+    shape = _shape(x)
+    axis = int(ctx.attr("axis", 1))
+    if axis < 0:
+        axis += len(shape)
+    if not 0 <= axis <= len(shape):
+        raise ctx.bad_attr("axis", ctx.attr("axis"), f"out of range for {x.type}")
+    return [_reshape(ctx, x, (math.prod(shape[:axis]), math.prod(shape[axis:])), out=0)]
+
+
+def transpose(ctx: "OnnxContext") -> list[Value]:
+    x = ctx.input(0)
+    perm = [int(p) for p in ctx.attr("perm", list(range(x.type.rank))[::-1])]
+    if sorted(perm) != list(range(x.type.rank)):
+        raise ctx.bad_attr("perm", perm, f"not a permutation of the {x.type.rank} axes of {x.type}")
+    if perm == list(range(x.type.rank)):
+        return [x]
+    return [ctx.emit("Transpose", [x], {"perm": perm}, out=0)]
+
+
+def _axes(ctx: "OnnxContext") -> list[int] | None:
+    if ctx.opset < 13:
+        axes = ctx.attr("axes")
+        return None if axes is None else [int(a) for a in axes]
+    if not ctx.has_input(1):
+        return None
+    return [int(a) for a in ctx.const_input(1, "axes").reshape(-1)]
+
+
+def squeeze(ctx: "OnnxContext") -> list[Value]:
+    x = ctx.input(0)
+    shape = _shape(x)
+    axes = _axes(ctx)
+    if axes is None:
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    axes = [_axis(ctx, a, len(shape), "axes") for a in axes]
+    for a in axes:
+        if shape[a] != 1:
+            raise ctx.bad_attr("axes", axes, f"dim {a} of {x.type} is not 1")
+    return [_reshape(ctx, x, tuple(d for i, d in enumerate(shape) if i not in axes), out=0)]
+
+
+def unsqueeze(ctx: "OnnxContext") -> list[Value]:
+    x = ctx.input(0)
+    axes = _axes(ctx)
+    if axes is None:
+        raise ctx.error("axes are required")
+    out_rank = x.type.rank + len(axes)
+    axes = sorted(_axis(ctx, a, out_rank, "axes") for a in axes)
+    shape = list(_shape(x))
+    for a in axes:
+        shape.insert(a, 1)
+    return [_reshape(ctx, x, tuple(shape), out=0)]
+
+
+# -------------------------------------------------------------------------------- removed / folded
+
+def identity(ctx: "OnnxContext") -> list[Value]:
+    return [ctx.input(0)]
+
+
+def dropout(ctx: "OnnxContext") -> list[Value]:
+    if ctx.opset >= 12 and ctx.has_input(2) and bool(ctx.const_input(2, "training_mode")):
+        raise ctx.error("training_mode=true is not supported (inference only)")
+    x = ctx.input(0)
+    if not ctx.output_used(1):
+        return [x]
+    return [x, ctx.const(np.ones(_shape(x), dtype=np.bool_), out=1)]
+
+
+def constant(ctx: "OnnxContext") -> list[Value]:
+    for attr, dtype in (("value", None), ("value_float", np.float32), ("value_floats", np.float32),
+                        ("value_int", np.int64), ("value_ints", np.int64)):
+        value = ctx.attr(attr)
+        if value is not None:
+            return [ctx.const(np.asarray(value, dtype=dtype), out=0)]
+    raise ctx.error("only value, value_float(s) and value_int(s) constants are supported")
+
+
+def constant_of_shape(ctx: "OnnxContext") -> list[Value]:
+    shape = tuple(int(d) for d in ctx.const_input(0, "shape").reshape(-1))
+    fill = ctx.attr("value")
+    fill = np.zeros(1, np.float32) if fill is None else fill.reshape(-1)
+    array = np.full(shape, fill[0], dtype=fill.dtype) if math.prod(shape) <= 4096 else \
+        np.broadcast_to(fill[:1].reshape(()), shape)  # a read-only view: no memory for big weights
+    return [ctx.const(array, out=0)]
+
+
+def shape(ctx: "OnnxContext") -> list[Value]:
+    dims = np.array(_shape(ctx.input(0)), dtype=np.int64)
+    start, end = int(ctx.attr("start", 0)), ctx.attr("end")
+    return [ctx.const(dims[start:None if end is None else int(end)], out=0)]
+
+
+def cast(ctx: "OnnxContext") -> list[Value]:
+    import onnx.helper
+    x = ctx.input(0)
+    to = onnx.helper.tensor_dtype_to_np_dtype(int(ctx.attr("to")))
+    if x.is_const:
+        return [ctx.const(x.const.astype(to), out=0)]
+    if x.type.dtype.numpy == to:
+        return [x]
+    raise ctx.error(f"Cast of a computed tensor ({x.type} to {np.dtype(to).name}) is not supported")
+
+
+def gather(ctx: "OnnxContext") -> list[Value]:
+    data, indices = ctx.input(0), ctx.input(1)
+    if not (data.is_const and indices.is_const):
+        raise ctx.error("Gather is only supported on constants (shape computations)")
+    axis = _axis(ctx, int(ctx.attr("axis", 0)), data.type.rank)
+    return [ctx.const(np.take(data.const, indices.const, axis=axis), out=0)]
+
+
+CONVERTERS: dict[str, Converter] = {
+    "Conv": conv,
+    "Gemm": gemm,
+    "MatMul": matmul,
+    "Add": _binary("Add"),
+    "Sub": _binary("Sub"),
+    "Mul": _binary("Mul"),
+    "Div": _binary("Div"),
+    "Sum": sum_,
+    "Relu": _unary("Relu"),
+    "Sigmoid": _unary("Sigmoid"),
+    "Tanh": _unary("Tanh"),
+    "LeakyRelu": leaky_relu,
+    "Clip": clip,
+    "MaxPool": lambda ctx: _pool(ctx, "MaxPool"),
+    "AveragePool": lambda ctx: _pool(ctx, "AveragePool"),
+    "GlobalAveragePool": global_average_pool,
+    "BatchNormalization": batch_norm,
+    "LRN": lrn,
+    "Concat": concat,
+    "Reshape": reshape,
+    "Flatten": flatten,
+    "Transpose": transpose,
+    "Softmax": softmax,
+    "Dropout": dropout,
+    "Identity": identity,
+    "Constant": constant,
+    "ConstantOfShape": constant_of_shape,
+    "Squeeze": squeeze,
+    "Unsqueeze": unsqueeze,
+    "Shape": shape,
+    "Cast": cast,
+    "Gather": gather,
+}

@@ -1,0 +1,204 @@
+"""THE table of normalized ops: op name -> attribute names and shape/type rule.
+
+The frontend emits only these ops, the verifier checks nodes against them and codegen implements
+exactly them. A shape rule takes the input types and the attributes and returns the output types,
+or raises ValueError with what was wrong (callers add the node name).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from iree_py.ir.types import DType, TensorType
+
+ShapeRule = Callable[[list[TensorType], dict[str, Any]], list[TensorType]]
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    attrs: tuple[str, ...]         # exactly the attributes a node of this op carries
+    min_inputs: int
+    max_inputs: int | None         # None: any number
+    rule: ShapeRule
+    elementwise: bool = False
+
+
+def _static(t: TensorType) -> tuple[int, ...]:
+    if not t.is_static:
+        raise ValueError(f"shape {t} is not static")
+    return tuple(int(d) for d in t.shape)
+
+
+def _same(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    return [inputs[0]]
+
+
+def _broadcast(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    a, b = inputs
+    if a.dtype != b.dtype:
+        raise ValueError(f"operand dtypes differ: {a} and {b}")
+    try:
+        shape = np.broadcast_shapes(_static(a), _static(b))
+    except ValueError:
+        raise ValueError(f"shapes {a} and {b} do not broadcast") from None
+    return [TensorType(a.dtype, tuple(int(d) for d in shape))]
+
+
+def pool_output_size(size: int, kernel: int, stride: int, pad_begin: int, pad_end: int,
+                     dilation: int, ceil_mode: int) -> int:
+    """Output length of a pooling/conv window along one axis (ONNX rule; ceil_mode drops a
+    last window that would start inside the end padding)."""
+    span = dilation * (kernel - 1) + 1
+    room = size + pad_begin + pad_end - span
+    if room < 0:
+        raise ValueError(f"window {span} larger than padded input {size + pad_begin + pad_end}")
+    if not ceil_mode:
+        return room // stride + 1
+    out = math.ceil(room / stride) + 1
+    if (out - 1) * stride >= size + pad_begin:
+        out -= 1
+    return out
+
+
+def _conv(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    x, w = _static(inputs[0]), _static(inputs[1])
+    if len(x) != 4 or len(w) != 4:
+        raise ValueError(f"Conv wants X rank 4 and W rank 4, got {inputs[0]} and {inputs[1]}")
+    group = attrs["group"]
+    if x[1] != w[1] * group:
+        raise ValueError(f"input channels {x[1]} != weight channels {w[1]} x group {group}")
+    if w[0] % group:
+        raise ValueError(f"output channels {w[0]} not divisible by group {group}")
+    if len(inputs) == 3 and _static(inputs[2]) != (w[0],):
+        raise ValueError(f"bias {inputs[2]} should be [{w[0]}]")
+    (sh, sw), (pt, pl, pb, pr), (dh, dw) = attrs["strides"], attrs["pads"], attrs["dilations"]
+    oh = pool_output_size(x[2], w[2], sh, pt, pb, dh, 0)
+    ow = pool_output_size(x[3], w[3], sw, pl, pr, dw, 0)
+    return [TensorType(inputs[0].dtype, (x[0], w[0], oh, ow))]
+
+
+def _matmul(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    a, b = _static(inputs[0]), _static(inputs[1])
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError(f"MatMul operands must have rank >= 2, got {inputs[0]} and {inputs[1]}")
+    if a[-1] != b[-2]:
+        raise ValueError(f"MatMul inner dims differ: {inputs[0]} x {inputs[1]}")
+    try:
+        batch = np.broadcast_shapes(a[:-2], b[:-2])
+    except ValueError:
+        raise ValueError(f"MatMul batch dims do not broadcast: {inputs[0]} x {inputs[1]}") from None
+    return [TensorType(inputs[0].dtype, (*(int(d) for d in batch), a[-2], b[-1]))]
+
+
+def _pool(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    x = _static(inputs[0])
+    if len(x) != 4:
+        raise ValueError(f"pooling wants rank 4 input, got {inputs[0]}")
+    (kh, kw), (sh, sw), (pt, pl, pb, pr) = attrs["kernel"], attrs["strides"], attrs["pads"]
+    dh, dw = attrs.get("dilations", [1, 1])
+    oh = pool_output_size(x[2], kh, sh, pt, pb, dh, attrs["ceil_mode"])
+    ow = pool_output_size(x[3], kw, sw, pl, pr, dw, attrs["ceil_mode"])
+    return [TensorType(inputs[0].dtype, (x[0], x[1], oh, ow))]
+
+
+def _global_pool(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    x = _static(inputs[0])
+    if len(x) < 3:
+        raise ValueError(f"GlobalAveragePool wants rank >= 3, got {inputs[0]}")
+    return [TensorType(inputs[0].dtype, (x[0], x[1], *([1] * (len(x) - 2))))]
+
+
+def _batchnorm(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    x = _static(inputs[0])
+    if len(x) < 2:
+        raise ValueError(f"BatchNormalization wants rank >= 2, got {inputs[0]}")
+    for t in inputs[1:]:
+        if _static(t) != (x[1],):
+            raise ValueError(f"BatchNormalization parameter {t} should be [{x[1]}]")
+    return [inputs[0]]
+
+
+def _concat(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    axis = attrs["axis"]
+    first = _static(inputs[0])
+    if not 0 <= axis < len(first):
+        raise ValueError(f"axis {axis} out of range for {inputs[0]}")
+    total = 0
+    for t in inputs:
+        s = _static(t)
+        if t.dtype != inputs[0].dtype or len(s) != len(first) or \
+                any(a != b for i, (a, b) in enumerate(zip(s, first)) if i != axis):
+            raise ValueError(f"Concat operand {t} does not match {inputs[0]} outside axis {axis}")
+        total += s[axis]
+    return [TensorType(inputs[0].dtype, (*first[:axis], total, *first[axis + 1:]))]
+
+
+def _reshape(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    shape = tuple(int(d) for d in attrs["shape"])
+    if any(d < 0 for d in shape):
+        raise ValueError(f"Reshape shape {list(shape)} must be fully resolved")
+    if math.prod(shape) != math.prod(_static(inputs[0])):
+        raise ValueError(f"cannot reshape {inputs[0]} to {list(shape)}")
+    return [TensorType(inputs[0].dtype, shape)]
+
+
+def _transpose(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    x = _static(inputs[0])
+    perm = list(attrs["perm"])
+    if sorted(perm) != list(range(len(x))):
+        raise ValueError(f"perm {perm} is not a permutation of {len(x)} axes")
+    return [TensorType(inputs[0].dtype, tuple(x[p] for p in perm))]
+
+
+def _softmax(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    if not 0 <= attrs["axis"] < inputs[0].rank:
+        raise ValueError(f"axis {attrs['axis']} out of range for {inputs[0]}")
+    return [inputs[0]]
+
+
+_DEFS = [
+    OpDef("Conv", ("dilations", "group", "pads", "strides"), 2, 3, _conv),
+    OpDef("MatMul", (), 2, 2, _matmul),
+    OpDef("Add", (), 2, 2, _broadcast, elementwise=True),
+    OpDef("Sub", (), 2, 2, _broadcast, elementwise=True),
+    OpDef("Mul", (), 2, 2, _broadcast, elementwise=True),
+    OpDef("Div", (), 2, 2, _broadcast, elementwise=True),
+    OpDef("Relu", (), 1, 1, _same, elementwise=True),
+    OpDef("Sigmoid", (), 1, 1, _same, elementwise=True),
+    OpDef("Tanh", (), 1, 1, _same, elementwise=True),
+    OpDef("LeakyRelu", ("alpha",), 1, 1, _same, elementwise=True),
+    OpDef("Clip", ("max", "min"), 1, 1, _same, elementwise=True),
+    OpDef("MaxPool", ("ceil_mode", "dilations", "kernel", "pads", "strides"), 1, 1, _pool),
+    OpDef("AveragePool", ("ceil_mode", "count_include_pad", "kernel", "pads", "strides"), 1, 1, _pool),
+    OpDef("GlobalAveragePool", (), 1, 1, _global_pool),
+    OpDef("BatchNormalization", ("epsilon",), 5, 5, _batchnorm),
+    OpDef("LRN", ("alpha", "beta", "bias", "size"), 1, 1, _same),
+    OpDef("Concat", ("axis",), 1, None, _concat),
+    OpDef("Reshape", ("shape",), 1, 1, _reshape),
+    OpDef("Transpose", ("perm",), 1, 1, _transpose),
+    OpDef("Softmax", ("axis",), 1, 1, _softmax),
+]
+
+OPS: dict[str, OpDef] = {d.name: d for d in _DEFS}
+ELEMENTWISE_OPS = frozenset(d.name for d in _DEFS if d.elementwise)
+FLOAT_ONLY_OPS = frozenset(OPS) - {"Reshape", "Transpose", "Concat"}
+
+
+def infer_types(op: str, inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    """Output types of a normalized op; ValueError names what is wrong."""
+    opdef = OPS.get(op)
+    if opdef is None:
+        raise ValueError(f"unknown op {op}")
+    if len(inputs) < opdef.min_inputs or (opdef.max_inputs is not None and len(inputs) > opdef.max_inputs):
+        raise ValueError(f"{op} takes {opdef.min_inputs}..{opdef.max_inputs or 'any'} inputs, got {len(inputs)}")
+    if sorted(attrs) != sorted(opdef.attrs):
+        raise ValueError(f"{op} attributes should be {sorted(opdef.attrs)}, got {sorted(attrs)}")
+    return opdef.rule(inputs, attrs)
+
+
+def is_float32(t: TensorType) -> bool:
+    return t.dtype == DType.f32

@@ -1,0 +1,193 @@
+"""numpy implementation of every normalized op, and `evaluate(graph, inputs)`.
+
+Used by constant folding and as the reference in tests. Written for clarity, not speed.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from iree_py.ir.graph import Graph, Node, Value
+
+Kernel = Callable[[list[np.ndarray], dict[str, Any]], np.ndarray]
+
+
+def _pad_nchw(x: np.ndarray, pads: list[int], value: float) -> np.ndarray:
+    top, left, bottom, right = pads
+    return np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=value)
+
+
+def _windows(x: np.ndarray, kernel: tuple[int, int], strides: list[int], dilations: list[int],
+             out_hw: tuple[int, int]) -> np.ndarray:
+    """[N, C, OH, OW, KH, KW] view of the windows of padded x (x may be extended by the caller)."""
+    kh, kw = kernel
+    oh, ow = out_hw
+    n, c = x.shape[:2]
+    sn, sc, sh, sw = x.strides
+    return np.lib.stride_tricks.as_strided(
+        x, (n, c, oh, ow, kh, kw),
+        (sn, sc, sh * strides[0], sw * strides[1], sh * dilations[0], sw * dilations[1]),
+        writeable=False)
+
+
+def conv(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    from iree_py.ir.ops import pool_output_size
+    x, w = ins[0], ins[1]
+    group = attrs["group"]
+    m, cg, kh, kw = w.shape
+    pads, strides, dil = attrs["pads"], attrs["strides"], attrs["dilations"]
+    oh = pool_output_size(x.shape[2], kh, strides[0], pads[0], pads[2], dil[0], 0)
+    ow = pool_output_size(x.shape[3], kw, strides[1], pads[1], pads[3], dil[1], 0)
+    xp = np.ascontiguousarray(_pad_nchw(x.astype(np.float64), pads, 0.0))
+    win = _windows(xp, (kh, kw), strides, dil, (oh, ow))  # N, C, OH, OW, KH, KW
+    mg = m // group
+    outs = []
+    for g in range(group):
+        wg = w[g * mg:(g + 1) * mg].astype(np.float64)
+        outs.append(np.einsum("nchwij,mcij->nmhw", win[:, g * cg:(g + 1) * cg], wg))
+    y = np.concatenate(outs, axis=1)
+    if len(ins) == 3:
+        y = y + ins[2].astype(np.float64).reshape(1, m, 1, 1)
+    return y.astype(x.dtype)
+
+
+def _pool_padded_extent(x: np.ndarray, attrs: dict[str, Any], out_hw: tuple[int, int]) -> list[int]:
+    """Pads extended at the bottom/right so every ceil_mode window lies inside the array."""
+    (kh, kw), strides, pads = attrs["kernel"], attrs["strides"], attrs["pads"]
+    dil = attrs.get("dilations", [1, 1])
+    need_h = (out_hw[0] - 1) * strides[0] + dil[0] * (kh - 1) + 1
+    need_w = (out_hw[1] - 1) * strides[1] + dil[1] * (kw - 1) + 1
+    extra_b = max(0, need_h - (x.shape[2] + pads[0] + pads[2]))
+    extra_r = max(0, need_w - (x.shape[3] + pads[1] + pads[3]))
+    return [pads[0], pads[1], pads[2] + extra_b, pads[3] + extra_r]
+
+
+def _pool_out_hw(x: np.ndarray, attrs: dict[str, Any]) -> tuple[int, int]:
+    from iree_py.ir.ops import pool_output_size
+    (kh, kw), s, p = attrs["kernel"], attrs["strides"], attrs["pads"]
+    d = attrs.get("dilations", [1, 1])
+    return (pool_output_size(x.shape[2], kh, s[0], p[0], p[2], d[0], attrs["ceil_mode"]),
+            pool_output_size(x.shape[3], kw, s[1], p[1], p[3], d[1], attrs["ceil_mode"]))
+
+
+def max_pool(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    x = ins[0]
+    out_hw = _pool_out_hw(x, attrs)
+    xp = np.ascontiguousarray(_pad_nchw(x, _pool_padded_extent(x, attrs, out_hw), -np.inf))
+    win = _windows(xp, tuple(attrs["kernel"]), attrs["strides"], attrs["dilations"], out_hw)
+    return win.max(axis=(4, 5)).astype(x.dtype)
+
+
+def average_pool(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    """count_include_pad counts the declared pads but never the ceil_mode overhang."""
+    x = ins[0]
+    out_hw = _pool_out_hw(x, attrs)
+    ext = _pool_padded_extent(x, attrs, out_hw)
+    xp = np.ascontiguousarray(_pad_nchw(x.astype(np.float64), ext, 0.0))
+    win = _windows(xp, tuple(attrs["kernel"]), attrs["strides"], [1, 1], out_hw)
+    sums = win.sum(axis=(4, 5))
+    pads = attrs["pads"]
+    h, w = x.shape[2], x.shape[3]
+    if attrs["count_include_pad"]:
+        mask = _pad_nchw(np.zeros((1, 1, h, w)), pads, 0.0) + 1.0
+    else:
+        mask = _pad_nchw(np.ones((1, 1, h, w)), pads, 0.0)
+    mask = np.ascontiguousarray(_pad_nchw(mask, [0, 0, ext[2] - pads[2], ext[3] - pads[3]], 0.0))
+    counts = _windows(mask, tuple(attrs["kernel"]), attrs["strides"], [1, 1], out_hw).sum(axis=(4, 5))
+    return (sums / counts).astype(x.dtype)
+
+
+def batch_norm(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    x, scale, bias, mean, var = ins
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    f = [a.astype(np.float64).reshape(shape) for a in (scale, bias, mean, var)]
+    y = (x - f[2]) / np.sqrt(f[3] + attrs["epsilon"]) * f[0] + f[1]
+    return y.astype(x.dtype)
+
+
+def lrn(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    x = ins[0].astype(np.float64)
+    size = attrs["size"]
+    c = x.shape[1]
+    sq = x * x
+    total = np.zeros_like(x)
+    lo, hi = (size - 1) // 2, size // 2  # ONNX: floor((size-1)/2) before, ceil((size-1)/2) after
+    for ch in range(c):
+        total[:, ch] = sq[:, max(0, ch - lo):min(c, ch + hi + 1)].sum(axis=1)
+    y = x / (attrs["bias"] + attrs["alpha"] / size * total) ** attrs["beta"]
+    return y.astype(ins[0].dtype)
+
+
+def softmax(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    x = ins[0].astype(np.float64)
+    e = np.exp(x - x.max(axis=attrs["axis"], keepdims=True))
+    return (e / e.sum(axis=attrs["axis"], keepdims=True)).astype(ins[0].dtype)
+
+
+def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Kernel:
+    def run(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+        a, b = ins
+        if np.issubdtype(a.dtype, np.integer) and fn is np.divide:  # ONNX integer Div truncates
+            return (np.abs(a) // np.abs(b) * np.sign(a) * np.sign(b)).astype(a.dtype)
+        return fn(a, b).astype(a.dtype)
+    return run
+
+
+def _matmul(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    a, b = ins
+    return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
+
+
+KERNELS: dict[str, Kernel] = {
+    "Conv": conv,
+    "MatMul": _matmul,
+    "Add": _binary(np.add),
+    "Sub": _binary(np.subtract),
+    "Mul": _binary(np.multiply),
+    "Div": _binary(np.divide),
+    "Relu": lambda ins, a: np.maximum(ins[0], 0).astype(ins[0].dtype),
+    "Sigmoid": lambda ins, a: (1.0 / (1.0 + np.exp(-ins[0].astype(np.float64)))).astype(ins[0].dtype),
+    "Tanh": lambda ins, a: np.tanh(ins[0]),
+    "LeakyRelu": lambda ins, a: np.where(ins[0] >= 0, ins[0], ins[0] * a["alpha"]).astype(ins[0].dtype),
+    "Clip": lambda ins, a: np.minimum(np.maximum(ins[0], a["min"]), a["max"]).astype(ins[0].dtype),
+    "MaxPool": max_pool,
+    "AveragePool": average_pool,
+    "GlobalAveragePool": lambda ins, a: ins[0].mean(axis=tuple(range(2, ins[0].ndim)), keepdims=True,
+                                                    dtype=np.float64).astype(ins[0].dtype),
+    "BatchNormalization": batch_norm,
+    "LRN": lrn,
+    "Concat": lambda ins, a: np.concatenate(ins, axis=a["axis"]),
+    "Reshape": lambda ins, a: ins[0].reshape(a["shape"]),
+    "Transpose": lambda ins, a: np.transpose(ins[0], a["perm"]),
+    "Softmax": softmax,
+}
+
+
+def run_node(node: Node, lookup: Callable[[Value], np.ndarray]) -> np.ndarray:
+    """One node's result, with its fused chain applied; `lookup` gives any other value's array."""
+    result = KERNELS[node.op]([lookup(v) for v in node.inputs], node.attrs)
+    if not node.fused:
+        return result
+    from iree_py.ir.fused import root_result
+    chain = {id(root_result(node)): result}
+    for step in node.fused:
+        args = [chain[id(v)] if id(v) in chain else lookup(v) for v in step.inputs]
+        chain[id(step.outputs[0])] = KERNELS[step.op](args, step.attrs)
+    return chain[id(node.fused[-1].outputs[0])]
+
+
+def evaluate(graph: Graph, inputs: dict[str, np.ndarray] | list[np.ndarray]) -> list[np.ndarray]:
+    """Run the graph with numpy; inputs by name or in order. Returns outputs in order."""
+    if isinstance(inputs, dict):
+        inputs = [inputs[v.name] for v in graph.inputs]
+    env: dict[int, np.ndarray] = {}
+    for v, array in zip(graph.inputs, inputs, strict=True):
+        env[id(v)] = np.asarray(array, dtype=v.type.dtype.numpy).reshape(v.type.shape)
+
+    def lookup(v: Value) -> np.ndarray:
+        return v.const if v.is_const else env[id(v)]
+
+    for node in graph.nodes:
+        env[id(node.outputs[0])] = run_node(node, lookup)
+    return [lookup(v) for v in graph.outputs]

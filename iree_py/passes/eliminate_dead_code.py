@@ -1,0 +1,24 @@
+"""eliminate-dead-code: remove nodes whose results nobody reads (constants go with them: a
+constant exists only as long as some node or graph output refers to it)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from iree_py.ir.graph import Graph
+
+
+@dataclass
+class EliminateDeadCode:
+    name = "eliminate-dead-code"
+
+    def run(self, graph: Graph) -> Graph:
+        live = {id(v) for v in graph.outputs}
+        kept = []
+        for node in reversed(graph.nodes):
+            if not any(id(v) in live for v in node.outputs):
+                continue
+            kept.append(node)
+            for step in [node, *node.fused]:
+                live.update(id(v) for v in step.inputs if v is not None)
+        graph.nodes = kept[::-1]
+        return graph

@@ -1,0 +1,250 @@
+"""Each supported ONNX op at several opsets: import, evaluate with the numpy reference, compare
+with onnxruntime (tolerance in onnx_models.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from onnx_models import NEWEST, OPSETS, check_against_onnxruntime, model
+
+rng = np.random.default_rng(42)
+
+
+def w(*shape: int) -> np.ndarray:
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
+def test_binary_broadcast(op: str, opset: int) -> None:
+    nodes = [helper.make_node(op, ["a", "b"], ["y"])]
+    m = model(nodes, {"a": (2, 3, 4), "b": (3, 1)}, ["y"], opset)
+    feeds = {"a": w(2, 3, 4), "b": np.abs(w(3, 1)) + 0.5}
+    check_against_onnxruntime(m, feeds)
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("op,attrs", [("Relu", {}), ("Sigmoid", {}), ("Tanh", {}),
+                                      ("LeakyRelu", {}), ("LeakyRelu", {"alpha": 0.3})])
+def test_unary(op: str, attrs: dict, opset: int) -> None:
+    check_against_onnxruntime(model([helper.make_node(op, ["x"], ["y"], **attrs)], {"x": (2, 5)}, ["y"], opset))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+def test_sum_of_three(opset: int) -> None:
+    nodes = [helper.make_node("Sum", ["a", "b", "c"], ["y"])]
+    check_against_onnxruntime(model(nodes, {"a": (2, 3), "b": (2, 3), "c": (2, 3)}, ["y"], opset))
+
+
+@pytest.mark.parametrize("opset", [7, 9, 11, 13, NEWEST])
+@pytest.mark.parametrize("lo,hi", [(-0.5, 0.5), (None, 0.2), (-0.1, None), (None, None)])
+def test_clip(opset: int, lo: float | None, hi: float | None) -> None:
+    init: dict[str, np.ndarray] = {}
+    if opset < 11:
+        attrs = {k: v for k, v in (("min", lo), ("max", hi)) if v is not None}
+        node = helper.make_node("Clip", ["x"], ["y"], **attrs)
+    else:
+        names = ["x", "", ""]
+        if lo is not None:
+            init["lo"], names[1] = np.array(lo, np.float32), "lo"
+        if hi is not None:
+            init["hi"], names[2] = np.array(hi, np.float32), "hi"
+        while names[-1] == "":
+            names.pop()
+        node = helper.make_node("Clip", names, ["y"])
+    check_against_onnxruntime(model([node], {"x": (3, 4)}, ["y"], opset, init))
+
+
+CONV_CASES = [
+    dict(),
+    dict(pads=[1, 2, 0, 1], strides=[2, 1]),
+    dict(auto_pad="SAME_UPPER", strides=[2, 2]),
+    dict(auto_pad="SAME_LOWER", strides=[2, 2]),
+    dict(auto_pad="SAME_UPPER", strides=[3, 2]),
+    dict(auto_pad="VALID", strides=[2, 2]),
+    dict(dilations=[2, 2], pads=[2, 2, 2, 2]),
+    dict(group=2),
+    dict(group=4, pads=[1, 1, 1, 1]),  # depthwise
+]
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("case", range(len(CONV_CASES)))
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv(case: int, opset: int, bias: bool) -> None:
+    attrs = CONV_CASES[case]
+    group = attrs.get("group", 1)
+    init = {"w": w(4, 4 // group, 3, 3)}
+    if bias:
+        init["b"] = w(4)
+    node = helper.make_node("Conv", ["x", "w", "b"] if bias else ["x", "w"], ["y"], **attrs)
+    check_against_onnxruntime(model([node], {"x": (1, 4, 7, 8)}, ["y"], opset, init))
+
+
+@pytest.mark.parametrize("opset", [9, 13])
+def test_conv_1d(opset: int) -> None:
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], strides=[2], pads=[1, 2])
+    check_against_onnxruntime(model([node], {"x": (2, 3, 9)}, ["y"], opset, {"w": w(5, 3, 3), "b": w(5)}))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("attrs", [
+    dict(kernel_shape=[3, 3]),
+    dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+    dict(kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_UPPER"),
+    dict(kernel_shape=[3, 2], strides=[2, 3], auto_pad="SAME_LOWER"),
+    dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+    dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 0], ceil_mode=1),
+    dict(kernel_shape=[2, 2], dilations=[2, 2]),
+])
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool", "AveragePool-pad"])
+def test_pool(op: str, attrs: dict, opset: int) -> None:
+    attrs = dict(attrs)
+    if ("ceil_mode" in attrs and opset < 10) or ("dilations" in attrs and (opset < 10 or op != "MaxPool")):
+        pytest.skip("attribute not in this opset/op")
+    if op == "AveragePool-pad":
+        op, attrs["count_include_pad"] = "AveragePool", 1
+    node = helper.make_node(op, ["x"], ["y"], **attrs)
+    check_against_onnxruntime(model([node], {"x": (1, 2, 9, 8)}, ["y"], opset))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+def test_global_average_pool(opset: int) -> None:
+    check_against_onnxruntime(model([helper.make_node("GlobalAveragePool", ["x"], ["y"])], {"x": (2, 3, 5, 4)}, ["y"], opset))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+def test_batchnorm(opset: int) -> None:
+    attrs = {"epsilon": 1e-3}
+    if opset < 9:
+        attrs["spatial"] = 1
+    init = {"s": w(3), "bias": w(3), "mean": w(3), "var": np.abs(w(3)) + 0.1}
+    node = helper.make_node("BatchNormalization", ["x", "s", "bias", "mean", "var"], ["y"], **attrs)
+    check_against_onnxruntime(model([node], {"x": (2, 3, 4, 5)}, ["y"], opset, init))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("size", [3, 5])  # onnxruntime accepts odd sizes only
+def test_lrn(opset: int, size: int) -> None:
+    node = helper.make_node("LRN", ["x"], ["y"], size=size, alpha=0.01, beta=0.75, bias=2.0)
+    check_against_onnxruntime(model([node], {"x": (1, 6, 3, 3)}, ["y"], opset))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("axis", [1, -1, 0])
+def test_concat(opset: int, axis: int) -> None:
+    node = helper.make_node("Concat", ["a", "b"], ["y"], axis=axis)
+    shapes = {1: ((2, 3, 4), (2, 5, 4)), -1: ((2, 3, 4), (2, 3, 1)), 0: ((2, 3, 4), (1, 3, 4))}[axis]
+    check_against_onnxruntime(model([node], {"a": shapes[0], "b": shapes[1]}, ["y"], opset))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("shape", [[0, -1], [-1, 4], [2, 0, 2, 2], [24]])
+def test_reshape(opset: int, shape: list[int]) -> None:
+    node = helper.make_node("Reshape", ["x", "s"], ["y"])
+    check_against_onnxruntime(model([node], {"x": (2, 3, 4)}, ["y"], opset, {"s": np.array(shape, np.int64)}))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("axis", [0, 1, 2, 3])
+def test_flatten(opset: int, axis: int) -> None:
+    check_against_onnxruntime(model([helper.make_node("Flatten", ["x"], ["y"], axis=axis)], {"x": (2, 3, 4)}, ["y"], opset))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("perm", [None, [0, 2, 1], [2, 0, 1]])
+def test_transpose(opset: int, perm: list[int] | None) -> None:
+    attrs = {} if perm is None else {"perm": perm}
+    check_against_onnxruntime(model([helper.make_node("Transpose", ["x"], ["y"], **attrs)], {"x": (2, 3, 4)}, ["y"], opset))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, -1])
+def test_softmax(opset: int, axis: int | None) -> None:
+    attrs = {} if axis is None else {"axis": axis}
+    check_against_onnxruntime(model([helper.make_node("Softmax", ["x"], ["y"], **attrs)], {"x": (2, 3, 4)}, ["y"], opset))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("c_shape", [None, (), (5,), (1, 5), (3, 5), (3, 1)])
+def test_gemm(opset: int, trans_a: int, trans_b: int, c_shape: tuple | None) -> None:
+    if c_shape is None and opset < 11:
+        pytest.skip("C is optional from opset 11")
+    a_shape = (4, 3) if trans_a else (3, 4)
+    b_shape = (5, 4) if trans_b else (4, 5)
+    init = {"b": w(*b_shape)}
+    inputs = ["a", "b"]
+    if c_shape is not None:
+        init["c"] = w(*c_shape)
+        inputs.append("c")
+    node = helper.make_node("Gemm", inputs, ["y"], transA=trans_a, transB=trans_b, alpha=0.5, beta=2.0)
+    check_against_onnxruntime(model([node], {"a": a_shape}, ["y"], opset, init))
+
+
+@pytest.mark.parametrize("opset", [9, 13])
+def test_gemm_defaults_and_computed_b(opset: int) -> None:
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], alpha=1.5)
+    check_against_onnxruntime(model([node], {"a": (3, 4), "b": (4, 2), "c": (2,)}, ["y"], opset))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("a,b", [((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (3, 4, 2)),
+                                 ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,)), ((2, 3, 4), (4,))])
+def test_matmul(opset: int, a: tuple, b: tuple) -> None:
+    check_against_onnxruntime(model([helper.make_node("MatMul", ["a", "b"], ["y"])], {"a": a, "b": b}, ["y"], opset))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+def test_squeeze_unsqueeze(opset: int) -> None:
+    init: dict[str, np.ndarray] = {}
+    if opset < 13:
+        nodes = [helper.make_node("Unsqueeze", ["x"], ["u"], axes=[0, 3]),
+                 helper.make_node("Squeeze", ["u"], ["y"], axes=[0]),
+                 helper.make_node("Squeeze", ["u"], ["z"])]
+    else:
+        init = {"ax03": np.array([0, -1], np.int64), "ax0": np.array([0], np.int64)}
+        nodes = [helper.make_node("Unsqueeze", ["x", "ax03"], ["u"]),
+                 helper.make_node("Squeeze", ["u", "ax0"], ["y"]),
+                 helper.make_node("Squeeze", ["u"], ["z"])]
+    check_against_onnxruntime(model(nodes, {"x": (2, 3)}, ["u", "y", "z"], opset, init))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+def test_dropout_identity_removed(opset: int) -> None:
+    nodes = [helper.make_node("Dropout", ["x"], ["d"]), helper.make_node("Identity", ["d"], ["i"]),
+             helper.make_node("Relu", ["i"], ["y"])]
+    m = model(nodes, {"x": (2, 3)}, ["y"], opset)
+    check_against_onnxruntime(m)
+    from iree_py.frontends.onnx import import_onnx
+    assert [n.op for n in import_onnx(m).nodes] == ["Relu"]
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+def test_shape_constant_of_shape_folded(opset: int) -> None:
+    """Shape of a static tensor, ConstantOfShape and Constant become constants at import."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("ConstantOfShape", ["s"], ["ones"],
+                              value=helper.make_tensor("v", 1, [1], [2.0])),
+             helper.make_node("Constant", [], ["k"], value_float=0.5) if opset >= 12 else
+             helper.make_node("Constant", [], ["k"], value=helper.make_tensor("k", 1, [], [0.5])),
+             helper.make_node("Mul", ["ones", "k"], ["c"]),
+             helper.make_node("Add", ["x", "c"], ["y"])]
+    m = model(nodes, {"x": (2, 3)}, ["y"], max(opset, 9))
+    check_against_onnxruntime(m)
+    from iree_py.frontends.onnx import import_onnx
+    assert [n.op for n in import_onnx(m).nodes] == ["Add"]
+
+
+@pytest.mark.parametrize("opset", [9, 11, 13, NEWEST])
+def test_reshape_from_shape_computation(opset: int) -> None:
+    """PyTorch-style flatten: Shape -> Gather -> Unsqueeze -> Concat -> Reshape."""
+    unsq = [helper.make_node("Unsqueeze", ["n"], ["n1"], axes=[0])] if opset < 13 else \
+        [helper.make_node("Unsqueeze", ["n", "zero"], ["n1"])]
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "idx"], ["n"], axis=0), *unsq,
+             helper.make_node("Concat", ["n1", "minus1"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["y"])]
+    init = {"idx": np.array(0, np.int64), "minus1": np.array([-1], np.int64), "zero": np.array([0], np.int64)}
+    check_against_onnxruntime(model(nodes, {"x": (2, 3, 4)}, ["y"], opset, init))

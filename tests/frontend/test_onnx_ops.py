@@ -88,8 +88,7 @@ def test_conv_1d(opset: int) -> None:
     check_against_onnxruntime(model([node], {"x": (2, 3, 9)}, ["y"], opset, {"w": w(5, 3, 3), "b": w(5)}))
 
 
-@pytest.mark.parametrize("opset", OPSETS)
-@pytest.mark.parametrize("attrs", [
+POOL_ATTRS = [
     dict(kernel_shape=[3, 3]),
     dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
     dict(kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_UPPER"),
@@ -97,12 +96,18 @@ def test_conv_1d(opset: int) -> None:
     dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
     dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 0], ceil_mode=1),
     dict(kernel_shape=[2, 2], dilations=[2, 2]),
-])
-@pytest.mark.parametrize("op", ["MaxPool", "AveragePool", "AveragePool-pad"])
+]
+
+
+def _pool_valid(op: str, attrs: dict, opset: int) -> bool:
+    """ceil_mode and dilations exist from opset 10; dilations only on MaxPool."""
+    return not (("ceil_mode" in attrs and opset < 10) or ("dilations" in attrs and (opset < 10 or op != "MaxPool")))
+
+
+@pytest.mark.parametrize("op,attrs,opset", [(op, a, o) for op in ["MaxPool", "AveragePool", "AveragePool-pad"]
+                                            for a in POOL_ATTRS for o in OPSETS if _pool_valid(op, a, o)])
 def test_pool(op: str, attrs: dict, opset: int) -> None:
     attrs = dict(attrs)
-    if ("ceil_mode" in attrs and opset < 10) or ("dilations" in attrs and (opset < 10 or op != "MaxPool")):
-        pytest.skip("attribute not in this opset/op")
     if op == "AveragePool-pad":
         op, attrs["count_include_pad"] = "AveragePool", 1
     node = helper.make_node(op, ["x"], ["y"], **attrs)
@@ -166,12 +171,10 @@ def test_softmax(opset: int, axis: int | None) -> None:
     check_against_onnxruntime(model([helper.make_node("Softmax", ["x"], ["y"], **attrs)], {"x": (2, 3, 4)}, ["y"], opset))
 
 
-@pytest.mark.parametrize("opset", OPSETS)
 @pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (1, 0), (0, 1), (1, 1)])
-@pytest.mark.parametrize("c_shape", [None, (), (5,), (1, 5), (3, 5), (3, 1)])
+@pytest.mark.parametrize("c_shape,opset", [(c, o) for c in [None, (), (5,), (1, 5), (3, 5), (3, 1)] for o in OPSETS
+                                           if c is not None or o >= 11])  # C is optional from opset 11
 def test_gemm(opset: int, trans_a: int, trans_b: int, c_shape: tuple | None) -> None:
-    if c_shape is None and opset < 11:
-        pytest.skip("C is optional from opset 11")
     a_shape = (4, 3) if trans_a else (3, 4)
     b_shape = (5, 4) if trans_b else (4, 5)
     init = {"b": w(*b_shape)}

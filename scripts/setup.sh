@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
-  make gcc
+  make gcc gcc-multilib             # gcc -m32: the kernel ABI layout test for 32-bit targets
   lld                              # ld.lld links kernel objects into one ELF per target
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross   # the runtime cross-built for arm64
   qemu-user                        # qemu-aarch64 runs arm64 modules here

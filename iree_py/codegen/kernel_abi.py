@@ -1,0 +1,86 @@
+"""The compiler's mirror of runtime_c/hal/kernel_abi.h.
+
+Kernel builders read the dispatch state through the offsets here (they depend on the target's
+pointer size); the test harness (codegen/llvm/jit.py) fills the ctypes structs for this host.
+tests/test_kernel_abi.py compiles a C program against the header and checks that both agree.
+"""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+KERNEL_ABI_VERSION = 1
+LIBRARY_QUERY_SYMBOL = "irp_kernel_library_query"
+
+
+@dataclass(frozen=True)
+class StructLayout:
+    """Byte offsets of a struct's fields and its total size, for one pointer width."""
+
+    name: str
+    size: int
+    offsets: dict[str, int]
+
+
+def dispatch_state_layout(pointer_bits: int) -> StructLayout:
+    """irp_dispatch_state_t: u32 workgroup_count[3], u32 push_constant_count, then pointers."""
+    p = _pointer_bytes(pointer_bits)
+    return StructLayout("irp_dispatch_state_t", 24 + 3 * p, {
+        "workgroup_count": 0,
+        "push_constant_count": 12,
+        "push_constants": 16,
+        "bindings": 16 + p,
+        "binding_lengths": 16 + 2 * p,
+        "binding_count": 16 + 3 * p,
+        "reserved": 20 + 3 * p,
+    })
+
+
+def workgroup_state_layout(pointer_bits: int) -> StructLayout:
+    """irp_workgroup_state_t: u32 workgroup_id[3], u32 reserved."""
+    _pointer_bytes(pointer_bits)
+    return StructLayout("irp_workgroup_state_t", 16, {"workgroup_id": 0, "reserved": 12})
+
+
+def kernel_library_layout(pointer_bits: int) -> StructLayout:
+    """irp_kernel_library_t: u32 abi_version, u32 entry_count, names, entries."""
+    p = _pointer_bytes(pointer_bits)
+    return StructLayout("irp_kernel_library_t", 8 + 2 * p, {
+        "abi_version": 0, "entry_count": 4, "entry_names": 8, "entries": 8 + p,
+    })
+
+
+def _pointer_bytes(pointer_bits: int) -> int:
+    if pointer_bits not in (32, 64):
+        raise ValueError(f"kernel ABI: pointer_bits must be 32 or 64, got {pointer_bits}")
+    return pointer_bits // 8
+
+
+# ctypes mirrors for this host (used by the test harness only).
+
+class DispatchState(ctypes.Structure):
+    _fields_ = [
+        ("workgroup_count", ctypes.c_uint32 * 3),
+        ("push_constant_count", ctypes.c_uint32),
+        ("push_constants", ctypes.POINTER(ctypes.c_uint32)),
+        ("bindings", ctypes.POINTER(ctypes.c_void_p)),
+        ("binding_lengths", ctypes.POINTER(ctypes.c_size_t)),
+        ("binding_count", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
+    ]
+
+
+class WorkgroupState(ctypes.Structure):
+    _fields_ = [("workgroup_id", ctypes.c_uint32 * 3), ("reserved", ctypes.c_uint32)]
+
+
+KernelFn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(DispatchState), ctypes.POINTER(WorkgroupState))
+
+
+class KernelLibrary(ctypes.Structure):
+    _fields_ = [
+        ("abi_version", ctypes.c_uint32),
+        ("entry_count", ctypes.c_uint32),
+        ("entry_names", ctypes.POINTER(ctypes.c_char_p)),
+        ("entries", ctypes.POINTER(ctypes.c_void_p)),
+    ]

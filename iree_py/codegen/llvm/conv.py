@@ -1,0 +1,283 @@
+"""The "conv2d" kernel: Y[N,M,OH,OW] = X[N,C,H,W] * W[M,C/group,KH,KW] (+ B[M]), NCHW, register-blocked.
+
+Structure (all sizes static):
+  grid      x = blocks of output rows, y = (group, block of output channels), z = batch image.
+  tile      up to CHANNELS_PER_TILE output channels × a few vectors of consecutive output columns
+            (ox), one accumulator vector each. For every input channel c and kernel row ky, and
+            each kernel column kx (unrolled), load the input vectors once (stride > 1: one load of
+            the exact span, then a shuffle), broadcast each channel's weight and FMA.
+  padding   rows: the valid kernel-row range [ky_lo, ky_hi) is computed once per output row, so
+            the hot loop has no bounds checks. Columns: output columns whose whole receptive field
+            lies inside the image ("interior", known at build time) use vector tiles; the few border
+            columns use a scalar path whose valid kx range is computed per column.
+  tails     interior widths that are not a multiple of the tile use narrower vectors down to the
+            exact remainder; the last channel tile of a group may have fewer channels.
+  bias      input 2, when present and not an epilogue operand, initializes the accumulators.
+  epilogue  applied to each accumulator before its store (epilogue.py); "channel" operands are
+            indexed by the output channel.
+Depthwise convs (C/group == 1, M/group == 1) fall out of the same code with one channel per tile
+and wider column tiles.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
+from iree_py.codegen.llvm.common import begin_kernel, lanes_f32, static_shape
+from iree_py.codegen.llvm.epilogue import (TilePosition, apply_epilogue, carried_loop,
+                                           check_epilogue, fma, i64, if_then, imax, imin,
+                                           load_strided_tile, load_tile, simple_loop, splat,
+                                           store_tile, zero)
+from iree_py.codegen.llvm.matmul import vector_widths
+from iree_py.codegen.target import Target
+
+CHANNELS_PER_TILE = 4
+ACCUMULATORS_PER_TILE = 12   # channels × vectors; 12 + inputs + one broadcast fit 16 registers
+MAX_VECTORS_PER_TILE = 4
+CHANNEL_BLOCK_TILES = 4      # a workgroup covers up to 4 channel tiles ...
+PIXELS_PER_WORKGROUP = 256   # ... and about this many output pixels (whole rows)
+
+
+@dataclass(frozen=True)
+class ConvShape:
+    n: int
+    c: int
+    h: int
+    w: int
+    m: int
+    cg: int        # input channels per group
+    kh: int
+    kw: int
+    oh: int
+    ow: int
+    sh: int
+    sw: int
+    pt: int
+    pl: int
+    dh: int
+    dw: int
+    group: int
+    has_bias: bool
+
+    @property
+    def mg(self) -> int:
+        """Output channels per group."""
+        return self.m // self.group
+
+    def interior_columns(self) -> tuple[int, int]:
+        """[lo, hi): output columns whose every kernel column reads inside the image."""
+        lo = min(self.ow, -(-self.pl // self.sw))
+        last = self.w - 1 + self.pl - (self.kw - 1) * self.dw
+        hi = min(self.ow, last // self.sw + 1) if last >= 0 else lo
+        return lo, max(lo, hi)
+
+
+def _ints(attrs: dict, name: str, default: tuple[int, ...], kernel: str) -> tuple[int, ...]:
+    value = tuple(int(v) for v in attrs.get(name, default))
+    if len(value) != len(default):
+        raise ValueError(f"conv2d {kernel}: attribute {name} must have {len(default)} values, got {value}")
+    return value
+
+
+def conv_shape(spec: KernelSpec) -> ConvShape:
+    if len(spec.inputs) < 2 or len(spec.outputs) != 1:
+        raise ValueError(f"conv2d {spec.name}: expected inputs X, W (+ B, epilogue operands) and one "
+                         f"output, got {len(spec.inputs)} inputs and {len(spec.outputs)} outputs")
+    x = static_shape(spec.inputs[0], f"conv2d {spec.name} input X")
+    wt = static_shape(spec.inputs[1], f"conv2d {spec.name} input W")
+    y = static_shape(spec.outputs[0], f"conv2d {spec.name} output")
+    if len(x) != 4 or len(wt) != 4 or len(y) != 4:
+        raise ValueError(f"conv2d {spec.name}: X, W and Y must be 4-D, got {x}, {wt}, {y}")
+    sh, sw = _ints(spec.attrs, "strides", (1, 1), spec.name)
+    pt, pl, pb, pr = _ints(spec.attrs, "pads", (0, 0, 0, 0), spec.name)
+    dh, dw = _ints(spec.attrs, "dilations", (1, 1), spec.name)
+    group = int(spec.attrs.get("group", 1))
+    n, c, h, w = x
+    m, cg, kh, kw = wt
+    if group < 1 or c % group or m % group or c // group != cg:
+        raise ValueError(f"conv2d {spec.name}: X has {c} channels, W is {wt}, group {group}: "
+                         f"expected C/group == W.shape[1] and M divisible by group")
+    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    if y != (n, m, oh, ow):
+        raise ValueError(f"conv2d {spec.name}: output is {y}, expected {(n, m, oh, ow)}")
+    operands = {op.operand for op in spec.epilogue if op.operand is not None}
+    has_bias = len(spec.inputs) >= 3 and 2 not in operands
+    if has_bias and spec.inputs[2].num_elements != m:
+        raise ValueError(f"conv2d {spec.name}: bias (input 2) has {spec.inputs[2].num_elements} "
+                         f"elements, expected {m}")
+    return ConvShape(n, c, h, w, m, cg, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, group, has_bias)
+
+
+@dataclass
+class _Row:
+    """Everything fixed while one output row of one channel range is computed."""
+
+    x: ir.Value
+    wt: ir.Value
+    out: ir.Value
+    inputs: list[ir.Value]
+    x_image: ir.Value     # element offset of this image's first input channel of the group
+    out_image: ir.Value   # element offset of this image's output channel 0
+    oy: ir.Value
+    iy0: ir.Value         # oy * sh - pt
+    ky_lo: ir.Value
+    ky_hi: ir.Value
+
+
+def _valid_range(b: ir.IRBuilder, start: ir.Value, size: int, extent: int, dilation: int
+                 ) -> tuple[ir.Value, ir.Value]:
+    """[lo, hi) of kernel taps k < size with 0 <= start + k * dilation < extent (may be empty).
+    sdiv truncates toward zero; the clamps make that match the floor/ceil it stands for."""
+    lo = imax(b, i64(0), b.sdiv(b.add(b.neg(start), i64(dilation - 1)), i64(dilation)))
+    hi = imin(b, i64(size), imax(b, i64(0), b.sdiv(b.sub(i64(extent - 1 + dilation), start),
+                                                     i64(dilation))))
+    return lo, hi
+
+
+def _initial(b: ir.IRBuilder, s: ConvShape, row: _Row, channel: ir.Value, width: int) -> ir.Value:
+    if not s.has_bias:
+        return zero(width)
+    return splat(b, load_tile(b, row.inputs[2], channel, 1), width)
+
+
+def _store(b: ir.IRBuilder, spec: KernelSpec, s: ConvShape, row: _Row, channel: ir.Value,
+           ox: ir.Value, value: ir.Value) -> None:
+    flat = b.add(b.add(row.out_image, b.mul(b.add(b.mul(channel, i64(s.oh)), row.oy), i64(s.ow))), ox)
+    value = apply_epilogue(b, spec.epilogue, value, row.inputs,
+                           TilePosition(flat, channel, channel_along_lanes=False))
+    store_tile(b, value, row.out, flat)
+
+
+def _emit_tile(b: ir.IRBuilder, spec: KernelSpec, s: ConvShape, row: _Row, m: ir.Value,
+               channels: int, ox: ir.Value, widths: tuple[int, ...]) -> None:
+    """Interior tile: output channels [m, m + channels) × columns [ox, ox + sum(widths))."""
+    offsets = [sum(widths[:j]) for j in range(len(widths))]
+    taps = s.kh * s.kw
+    w_channel = [b.mul(b.add(m, i64(r)), i64(s.cg * taps)) for r in range(channels)]
+    x_col = b.sub(b.mul(ox, i64(s.sw)), i64(s.pl))
+
+    def ky_step(c: ir.Value, ky: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
+        iy = b.add(row.iy0, b.mul(ky, i64(s.dh)))
+        x_row = b.add(b.add(row.x_image, b.mul(b.add(b.mul(c, i64(s.h)), iy), i64(s.w))), x_col)
+        w_tap = b.add(b.mul(c, i64(taps)), b.mul(ky, i64(s.kw)))
+        accs = list(accs)
+        for kx in range(s.kw):
+            x_tap = b.add(x_row, i64(kx * s.dw))
+            ins = [load_strided_tile(b, row.x, b.add(x_tap, i64(off * s.sw)), w, s.sw)
+                   for off, w in zip(offsets, widths)]
+            for r in range(channels):
+                weight = load_tile(b, row.wt, b.add(b.add(w_channel[r], w_tap), i64(kx)), 1)
+                splats = {w: splat(b, weight, w) for w in set(widths)}
+                for j, w in enumerate(widths):
+                    k = r * len(widths) + j
+                    accs[k] = fma(b, splats[w], ins[j], accs[k])
+        return accs
+
+    def c_step(c: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
+        return carried_loop(b, row.ky_lo, row.ky_hi, 1, accs,
+                            lambda ky, a: ky_step(c, ky, a), "ky")
+
+    initial = [_initial(b, s, row, b.add(m, i64(r)), w) for r in range(channels) for w in widths]
+    accs = carried_loop(b, i64(0), i64(s.cg), 1, initial, c_step, "c")
+    for r in range(channels):
+        for j, off in enumerate(offsets):
+            _store(b, spec, s, row, b.add(m, i64(r)), b.add(ox, i64(off)), accs[r * len(widths) + j])
+
+
+def _emit_border_column(b: ir.IRBuilder, spec: KernelSpec, s: ConvShape, row: _Row, m: ir.Value,
+                        channels: int, ox: ir.Value) -> None:
+    """One output column whose receptive field leaves the image: scalar, kx range per column."""
+    ix0 = b.sub(b.mul(ox, i64(s.sw)), i64(s.pl))
+    kx_lo, kx_hi = _valid_range(b, ix0, s.kw, s.w, s.dw)
+    taps = s.kh * s.kw
+    w_channel = [b.mul(b.add(m, i64(r)), i64(s.cg * taps)) for r in range(channels)]
+
+    def kx_step(x_row: ir.Value, w_tap: ir.Value, kx: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
+        value = load_tile(b, row.x, b.add(x_row, b.mul(kx, i64(s.dw))), 1)
+        return [fma(b, load_tile(b, row.wt, b.add(b.add(w_channel[r], w_tap), kx), 1), value, accs[r])
+                for r in range(channels)]
+
+    def ky_step(c: ir.Value, ky: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
+        iy = b.add(row.iy0, b.mul(ky, i64(s.dh)))
+        x_row = b.add(b.add(row.x_image, b.mul(b.add(b.mul(c, i64(s.h)), iy), i64(s.w))), ix0)
+        w_tap = b.add(b.mul(c, i64(taps)), b.mul(ky, i64(s.kw)))
+        return carried_loop(b, kx_lo, kx_hi, 1, accs, lambda kx, a: kx_step(x_row, w_tap, kx, a), "kx")
+
+    def c_step(c: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
+        return carried_loop(b, row.ky_lo, row.ky_hi, 1, accs, lambda ky, a: ky_step(c, ky, a), "ky")
+
+    initial = [_initial(b, s, row, b.add(m, i64(r)), 1) for r in range(channels)]
+    accs = carried_loop(b, i64(0), i64(s.cg), 1, initial, c_step, "c")
+    for r in range(channels):
+        _store(b, spec, s, row, b.add(m, i64(r)), ox, accs[r])
+
+
+def _emit_channel_row(b: ir.IRBuilder, spec: KernelSpec, s: ConvShape, row: _Row, m: ir.Value,
+                      channels: int, lanes: int) -> None:
+    """Every output column of row `row.oy` for output channels [m, m + channels)."""
+    vectors = max(1, min(MAX_VECTORS_PER_TILE, ACCUMULATORS_PER_TILE // channels))
+    tile_cols = vectors * lanes
+    lo, hi = s.interior_columns()
+    full_end = lo + (hi - lo) // tile_cols * tile_cols
+
+    def border(ox: ir.Value) -> None:
+        _emit_border_column(b, spec, s, row, m, channels, ox)
+
+    simple_loop(b, i64(0), i64(lo), 1, border, "left")
+    simple_loop(b, i64(lo), i64(full_end), tile_cols,
+                lambda ox: _emit_tile(b, spec, s, row, m, channels, ox, (lanes,) * vectors), "ox")
+    if hi > full_end:
+        _emit_tile(b, spec, s, row, m, channels, i64(full_end), vector_widths(hi - full_end, lanes))
+    simple_loop(b, i64(hi), i64(s.ow), 1, border, "right")
+
+
+def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
+    if spec.kind != "conv2d":
+        raise ValueError(f"conv.build got kernel {spec.name} of kind {spec.kind!r}")
+    s = conv_shape(spec)
+    check_epilogue(spec.epilogue, len(spec.inputs), spec.name)
+    lanes = lanes_f32(target)
+    tile_channels = min(CHANNELS_PER_TILE, s.mg)
+    block_channels = tile_channels * CHANNEL_BLOCK_TILES
+    blocks_per_group = -(-s.mg // block_channels)
+    block_rows = max(1, min(s.oh, -(-PIXELS_PER_WORKGROUP // s.ow)))
+    grid = (-(-s.oh // block_rows), s.group * blocks_per_group, s.n)
+
+    kb = begin_kernel(module, spec.name, target)
+    b = kb.builder
+    inputs = [kb.binding(i) for i in range(len(spec.inputs))]
+    out = kb.binding(len(spec.inputs))
+    image = kb.workgroup_id_index(2)
+    channel_block = kb.workgroup_id_index(1)
+    group = b.udiv(channel_block, i64(blocks_per_group))
+    group_first = b.mul(group, i64(s.mg))
+    m_begin = b.add(group_first, b.mul(b.urem(channel_block, i64(blocks_per_group)), i64(block_channels)))
+    m_block_end = b.add(m_begin, i64(block_channels))
+    mg_full = s.mg - s.mg % tile_channels
+    m_full_end = imin(b, m_block_end, b.add(group_first, i64(mg_full)))
+    has_m_tail = b.icmp_signed(">", m_block_end, b.add(group_first, i64(mg_full)))
+    x_image = b.mul(b.add(b.mul(image, i64(s.c)), b.mul(group, i64(s.cg))), i64(s.h * s.w))
+    out_image = b.mul(image, i64(s.m * s.oh * s.ow))
+    oy_begin = b.mul(kb.workgroup_id_index(0), i64(block_rows))
+    oy_end = imin(b, b.add(oy_begin, i64(block_rows)), i64(s.oh))
+
+    def output_row(oy: ir.Value) -> None:
+        iy0 = b.sub(b.mul(oy, i64(s.sh)), i64(s.pt))
+        ky_lo, ky_hi = _valid_range(b, iy0, s.kh, s.h, s.dh)
+        row = _Row(inputs[0], inputs[1], out, inputs, x_image, out_image, oy, iy0, ky_lo, ky_hi)
+        simple_loop(b, m_begin, m_full_end, tile_channels,
+                    lambda m: _emit_channel_row(b, spec, s, row, m, tile_channels, lanes), "m")
+        m_tail = s.mg - mg_full
+        if m_tail:
+            if_then(b, has_m_tail,
+                    lambda: _emit_channel_row(b, spec, s, row, b.add(group_first, i64(mg_full)),
+                                              m_tail, lanes), "mtail")
+
+    simple_loop(b, oy_begin, oy_end, 1, output_row, "oy")
+    kb.finish()
+
+    lengths = tuple(t.num_bytes for t in spec.inputs) + (spec.outputs[0].num_bytes,)
+    return KernelInfo(spec.name, grid, (), lengths)

@@ -1,0 +1,199 @@
+"""Tile values for the conv2d and matmul kernels: vector load/store/FMA, loops that carry
+accumulators, and the fused epilogue applied to each result vector before it is stored.
+
+A "tile value" is either a float32 scalar (width 1) or an `<w x float>` vector (width w > 1):
+tails narrower than the target's vector use narrower vectors, so no lane ever touches memory
+outside the tensor. Buffers are only 4-byte aligned, so every load and store says `align 4`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from llvmlite import ir
+
+from iree_py.codegen.kernel_spec import BINARY_OPS, UNARY_OPS, EpilogueOp
+from iree_py.codegen.llvm import math as llvm_math
+from iree_py.codegen.llvm.common import ALIGN, F32, I32, I64, const_i64 as i64, element_ptr
+
+
+def tile_type(width: int) -> ir.Type:
+    """float for width 1, <width x float> otherwise."""
+    if width < 1:
+        raise ValueError(f"tile width must be >= 1, got {width}")
+    return F32 if width == 1 else ir.VectorType(F32, width)
+
+
+def width_of(value: ir.Value) -> int:
+    return value.type.count if isinstance(value.type, ir.VectorType) else 1
+
+
+def zero(width: int) -> ir.Constant:
+    return ir.Constant(tile_type(width), None)
+
+
+def load_tile(b: ir.IRBuilder, base: ir.Value, index: ir.Value, width: int) -> ir.Value:
+    """`width` consecutive floats starting at base[index]."""
+    return b.load(element_ptr(b, base, index), typ=tile_type(width), align=ALIGN)
+
+
+def load_strided_tile(b: ir.IRBuilder, base: ir.Value, index: ir.Value, width: int,
+                      stride: int) -> ir.Value:
+    """base[index + i * stride] for i < width: one contiguous load of exactly the span that is
+    needed ((width - 1) * stride + 1 floats), then a shuffle that keeps every stride-th lane."""
+    if stride == 1 or width == 1:
+        return load_tile(b, base, index, width)
+    span = (width - 1) * stride + 1
+    wide = load_tile(b, base, index, span)
+    mask = ir.Constant(ir.VectorType(I32, width), [ir.Constant(I32, i * stride) for i in range(width)])
+    return b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined), mask)
+
+
+def store_tile(b: ir.IRBuilder, value: ir.Value, base: ir.Value, index: ir.Value) -> None:
+    b.store(value, element_ptr(b, base, index), align=ALIGN)
+
+
+def splat(b: ir.IRBuilder, scalar: ir.Value, width: int) -> ir.Value:
+    """A scalar float broadcast to a tile of `width` lanes."""
+    if width == 1:
+        return scalar
+    vec_type = tile_type(width)
+    one = b.insert_element(ir.Constant(vec_type, ir.Undefined), scalar, ir.Constant(I32, 0))
+    mask = ir.Constant(ir.VectorType(I32, width), [ir.Constant(I32, 0)] * width)
+    return b.shuffle_vector(one, ir.Constant(vec_type, ir.Undefined), mask)
+
+
+def fma(b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value) -> ir.Value:
+    """x * y + acc with one rounding (llvm.fma)."""
+    module = b.module
+    suffix = f"v{x.type.count}f32" if isinstance(x.type, ir.VectorType) else "f32"
+    name = f"llvm.fma.{suffix}"
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(x.type, [x.type] * 3), name=name)
+    return b.call(fn, [x, y, acc])
+
+
+def imin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+def imax(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed(">", x, y), x, y)
+
+
+LoopBody = Callable[[ir.Value, list[ir.Value]], list[ir.Value]]
+
+
+def carried_loop(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, step: int,
+                 values: Sequence[ir.Value], body: LoopBody, name: str) -> list[ir.Value]:
+    """for (i = start; i < stop; i += step) values = body(i, values); returns the final values.
+
+    The values (accumulators) live in phis, so the loop needs no memory for them. The range may
+    be empty (the header tests first)."""
+    pre = b.block
+    head = b.append_basic_block(f"{name}.head")
+    loop = b.append_basic_block(f"{name}.body")
+    done = b.append_basic_block(f"{name}.done")
+    b.branch(head)
+    b.position_at_end(head)
+    index = b.phi(I64, name=name)
+    index.add_incoming(start, pre)
+    phis = []
+    for value in values:
+        phi = b.phi(value.type)
+        phi.add_incoming(value, pre)
+        phis.append(phi)
+    b.cbranch(b.icmp_signed("<", index, stop), loop, done)
+    b.position_at_end(loop)
+    new_values = body(index, list(phis))
+    if len(new_values) != len(phis):
+        raise ValueError(f"loop {name}: body returned {len(new_values)} values, expected {len(phis)}")
+    latch = b.block
+    index.add_incoming(b.add(index, i64(step)), latch)
+    for phi, value in zip(phis, new_values):
+        phi.add_incoming(value, latch)
+    b.branch(head)
+    b.position_at_end(done)
+    return list(phis)
+
+
+def simple_loop(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, step: int,
+                body: Callable[[ir.Value], None], name: str) -> None:
+    """for (i = start; i < stop; i += step) body(i)."""
+    def carry_nothing(index: ir.Value, values: list[ir.Value]) -> list[ir.Value]:
+        body(index)
+        return []
+    carried_loop(b, start, stop, step, [], carry_nothing, name)
+
+
+def if_then(b: ir.IRBuilder, condition: ir.Value, body: Callable[[], None], name: str) -> None:
+    then = b.append_basic_block(f"{name}.then")
+    done = b.append_basic_block(f"{name}.done")
+    b.cbranch(condition, then, done)
+    b.position_at_end(then)
+    body()
+    b.branch(done)
+    b.position_at_end(done)
+
+
+# ---------------------------------------------------------------------------------------------
+# The epilogue
+
+
+@dataclass(frozen=True)
+class TilePosition:
+    """Where a result tile lies in the output, for reading epilogue operands.
+
+    flat_index: i64 index of the tile's first element in the output.
+    channel_index: i64 index into a "channel" operand: conv2d → the output channel (the same for
+      every lane); matmul → the column of the first lane (lanes are consecutive columns).
+    channel_along_lanes: False for conv2d (broadcast one element), True for matmul (load a vector).
+    """
+
+    flat_index: ir.Value
+    channel_index: ir.Value
+    channel_along_lanes: bool
+
+
+def check_epilogue(ops: Sequence[EpilogueOp], input_count: int, kernel: str) -> None:
+    """Fail at build time, naming the kernel and op, on an epilogue the kernels cannot apply."""
+    for op in ops:
+        if op.op in UNARY_OPS:
+            continue
+        if op.op not in BINARY_OPS:
+            raise ValueError(f"kernel {kernel}: unsupported epilogue op {op.op!r}")
+        if op.operand is None or not 0 <= op.operand < input_count:
+            raise ValueError(f"kernel {kernel}: epilogue {op.op} operand {op.operand} is not one of "
+                             f"the kernel's {input_count} inputs")
+        if op.operand_kind not in ("scalar", "channel", "full"):
+            raise ValueError(f"kernel {kernel}: epilogue {op.op} has operand_kind "
+                             f"{op.operand_kind!r}, expected scalar, channel or full")
+
+
+def _operand_tile(b: ir.IRBuilder, op: EpilogueOp, inputs: Sequence[ir.Value], width: int,
+                  where: TilePosition) -> ir.Value:
+    base = inputs[op.operand]
+    if op.operand_kind == "scalar":
+        return splat(b, b.load(base, typ=F32, align=ALIGN), width)
+    if op.operand_kind == "full":
+        return load_tile(b, base, where.flat_index, width)
+    if where.channel_along_lanes:
+        return load_tile(b, base, where.channel_index, width)
+    return splat(b, b.load(element_ptr(b, base, where.channel_index), typ=F32, align=ALIGN), width)
+
+
+def apply_epilogue(b: ir.IRBuilder, ops: Sequence[EpilogueOp], value: ir.Value,
+                   inputs: Sequence[ir.Value], where: TilePosition) -> ir.Value:
+    """value after each epilogue op in order; `inputs` are the kernel's input base pointers."""
+    if not ops:
+        return value
+    width = width_of(value)
+    for op in ops:
+        if op.op in UNARY_OPS:
+            value = llvm_math.emit_unary(b, op.op, dict(op.attrs), value)
+            continue
+        operand = _operand_tile(b, op, inputs, width, where)
+        lhs, rhs = (operand, value) if op.operand_first else (value, operand)
+        value = llvm_math.emit_binary(b, op.op, lhs, rhs)
+    return value

@@ -1,0 +1,113 @@
+"""Test harness (host only): build kernels with build_executable for the `host` target, load the
+library with ctypes, and run each kernel over its whole workgroup grid.
+
+The product never uses this: the C runtime has its own ELF loader. Outputs start as NaN (float)
+or a fill pattern, so a kernel that leaves elements unwritten fails comparisons.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import tempfile
+
+import numpy as np
+
+from iree_py.codegen.kernel_abi import (KERNEL_ABI_VERSION, LIBRARY_QUERY_SYMBOL, DispatchState, KernelFn,
+                                        KernelLibrary, WorkgroupState)
+from iree_py.codegen.kernel_spec import ExecutableBlob, KernelInfo, KernelSpec
+from iree_py.codegen.llvm import build_executable
+from iree_py.codegen.target import Target, load_target
+
+
+def _check_inputs(spec: KernelSpec, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    if len(arrays) != len(spec.inputs):
+        raise ValueError(f"kernel {spec.name}: expected {len(spec.inputs)} inputs, got {len(arrays)}")
+    checked = []
+    for i, (t, a) in enumerate(zip(spec.inputs, arrays)):
+        a = np.asarray(a)
+        if tuple(a.shape) != tuple(t.shape):
+            raise ValueError(f"kernel {spec.name} input {i}: expected shape {t.shape}, got {a.shape}")
+        checked.append(np.ascontiguousarray(a, dtype=t.dtype.numpy))
+    return checked
+
+
+def _new_output(t) -> np.ndarray:
+    dtype = t.dtype.numpy
+    if np.issubdtype(dtype, np.floating):
+        return np.full(t.shape, np.nan, dtype=dtype)
+    return np.full(t.shape, 0x5A, dtype=dtype)
+
+
+class LoadedLibrary:
+    """A kernel library loaded from an ExecutableBlob with ctypes; entries by name."""
+
+    def __init__(self, blob: ExecutableBlob):
+        fd, path = tempfile.mkstemp(prefix="irp-kernels-", suffix=".so")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(blob.code)
+            self._dll = ctypes.CDLL(path)
+        finally:
+            os.unlink(path)
+        query = getattr(self._dll, LIBRARY_QUERY_SYMBOL)
+        query.restype = ctypes.POINTER(KernelLibrary)
+        query.argtypes = [ctypes.c_uint32]
+        if query(KERNEL_ABI_VERSION + 1):
+            raise RuntimeError("kernel library accepted a wrong ABI version")
+        lib = query(KERNEL_ABI_VERSION)
+        if not lib:
+            raise RuntimeError(f"kernel library rejected ABI version {KERNEL_ABI_VERSION}")
+        table = lib.contents
+        if table.abi_version != KERNEL_ABI_VERSION:
+            raise RuntimeError(f"kernel library reports ABI version {table.abi_version}")
+        self.entries: dict[str, KernelFn] = {}
+        for i in range(table.entry_count):
+            name = table.entry_names[i].decode()
+            self.entries[name] = KernelFn(table.entries[i])
+        self.kernels = {info.name: info for info in blob.kernels}
+
+    def run(self, spec: KernelSpec, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        info: KernelInfo = self.kernels[spec.name]
+        inputs = _check_inputs(spec, arrays)
+        outputs = [_new_output(t) for t in spec.outputs]
+        buffers = inputs + outputs
+        for i, (a, need) in enumerate(zip(buffers, info.binding_min_lengths)):
+            if a.nbytes < need:
+                raise ValueError(f"kernel {spec.name} binding {i}: {a.nbytes} bytes < declared minimum {need}")
+        count = len(buffers)
+        bindings = (ctypes.c_void_p * max(count, 1))(*[a.ctypes.data for a in buffers])
+        lengths = (ctypes.c_size_t * max(count, 1))(*[a.nbytes for a in buffers])
+        pcs = (ctypes.c_uint32 * max(len(info.push_constants), 1))(*info.push_constants)
+        state = DispatchState()
+        state.workgroup_count[:] = list(info.workgroup_count)
+        state.push_constant_count = len(info.push_constants)
+        state.push_constants = ctypes.cast(pcs, ctypes.POINTER(ctypes.c_uint32))
+        state.bindings = ctypes.cast(bindings, ctypes.POINTER(ctypes.c_void_p))
+        state.binding_lengths = ctypes.cast(lengths, ctypes.POINTER(ctypes.c_size_t))
+        state.binding_count = count
+        wg = WorkgroupState()
+        entry = self.entries[spec.name]
+        gx, gy, gz = info.workgroup_count
+        for z in range(gz):
+            for y in range(gy):
+                for x in range(gx):
+                    wg.workgroup_id[:] = [x, y, z]
+                    rc = entry(ctypes.byref(state), ctypes.byref(wg))
+                    if rc != 0:
+                        raise RuntimeError(f"kernel {spec.name} returned {rc} at workgroup ({x}, {y}, {z})")
+        return outputs
+
+
+def run_kernels(specs: list[KernelSpec], inputs: list[list[np.ndarray]],
+                target: Target | None = None) -> list[list[np.ndarray]]:
+    """Build all `specs` into one library for the host and run spec i on inputs[i]."""
+    if len(specs) != len(inputs):
+        raise ValueError(f"run_kernels: {len(specs)} specs but {len(inputs)} input lists")
+    blob = build_executable(list(specs), target or load_target("host"))
+    lib = LoadedLibrary(blob)
+    return [lib.run(spec, arrays) for spec, arrays in zip(specs, inputs)]
+
+
+def run_kernel(spec: KernelSpec, inputs: list[np.ndarray], target: Target | None = None) -> list[np.ndarray]:
+    """run_kernels for one spec."""
+    return run_kernels([spec], [inputs], target)[0]

@@ -1,0 +1,35 @@
+"""Link one object file into the kernel library: an ELF shared object whose entry point is
+irp_kernel_library_query, importing nothing."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from iree_py.codegen.kernel_abi import LIBRARY_QUERY_SYMBOL
+
+LINKER_FLAGS = (
+    "-shared", f"--entry={LIBRARY_QUERY_SYMBOL}", "-Bsymbolic", "--no-undefined", "--strip-all",
+    "-z", "norelro", "--hash-style=sysv", "--build-id=none", "-z", "noexecstack",
+)
+
+
+def find_linker() -> str:
+    for name in ("ld.lld", "ld.lld-14"):
+        path = shutil.which(name)
+        if path:
+            return path
+    raise RuntimeError("ld.lld not found: install lld (e.g. apt-get install lld) to link kernel libraries")
+
+
+def link_shared_object(obj: bytes, what: str) -> bytes:
+    """Link `obj` into a shared object and return its bytes; `what` names it in errors."""
+    with tempfile.TemporaryDirectory(prefix="irp-link-") as tmp:
+        obj_path, so_path = Path(tmp) / "kernels.o", Path(tmp) / "kernels.so"
+        obj_path.write_bytes(obj)
+        cmd = [find_linker(), *LINKER_FLAGS, str(obj_path), "-o", str(so_path)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"linking kernel library for {what} failed:\n{' '.join(cmd)}\n{proc.stderr}")
+        return so_path.read_bytes()

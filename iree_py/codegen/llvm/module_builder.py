@@ -1,0 +1,95 @@
+"""KernelSpecs -> one optimized LLVM module with the library export, for one target."""
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
+from iree_py.codegen.llvm.common import NO_BUILTINS_ATTR
+from iree_py.codegen.llvm.library import add_library_export
+from iree_py.codegen.llvm.target_machine import create_target_machine
+from iree_py.codegen.target import Target
+
+Builder = Callable[[KernelSpec, ir.Module, Target], KernelInfo]
+
+# kind -> "module:function" under iree_py.codegen.llvm; imported when first used.
+KERNEL_BUILDERS: dict[str, str] = {
+    "conv2d": "conv:build",
+    "matmul": "matmul:build",
+    "elementwise": "elementwise:build",
+    "maxpool": "pool:build",
+    "avgpool": "pool:build",
+    "globalavgpool": "pool:build",
+    "softmax": "softmax:build",
+    "lrn": "lrn:build",
+    "transpose": "transpose:build",
+    "concat": "concat:build",
+}
+
+
+def kernel_builder(spec: KernelSpec) -> Builder:
+    where = KERNEL_BUILDERS.get(spec.kind)
+    if where is None:
+        raise ValueError(f"kernel {spec.name!r}: unsupported kind {spec.kind!r}; "
+                         f"supported: {', '.join(sorted(KERNEL_BUILDERS))}")
+    module_name, fn_name = where.split(":")
+    try:
+        module = importlib.import_module(f"iree_py.codegen.llvm.{module_name}")
+    except ModuleNotFoundError as err:
+        raise ValueError(f"kernel {spec.name!r}: kind {spec.kind!r} has no builder yet ({err})") from err
+    return getattr(module, fn_name)
+
+
+@dataclass
+class BuiltModule:
+    llvm_module: llvm.ModuleRef
+    target_machine: llvm.TargetMachine
+    kernels: tuple[KernelInfo, ...]
+
+
+def _add_no_builtins(text: str) -> str:
+    """Mark every function definition "no-builtins" (no memcpy/memset formation)."""
+    return re.sub(r"^(define [^\n]*?)\s*\{\s*$", rf"\1 {NO_BUILTINS_ATTR} {{", text, flags=re.MULTILINE)
+
+
+def build_ir_module(specs: list[KernelSpec], target: Target) -> tuple[ir.Module, tuple[KernelInfo, ...]]:
+    """The unoptimized llvmlite module holding every kernel and the library export."""
+    if not specs:
+        raise ValueError("build_executable needs at least one KernelSpec")
+    names = [s.name for s in specs]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"kernel names must be unique in one executable; repeated: {dupes}")
+    module = ir.Module(name="irp_kernels")
+    module.triple = target.triple
+    infos = []
+    for spec in specs:
+        info = kernel_builder(spec)(spec, module, target)
+        if info.name != spec.name:
+            raise ValueError(f"kernel {spec.name!r}: builder returned KernelInfo named {info.name!r}")
+        infos.append(info)
+    add_library_export(module, names)
+    return module, tuple(infos)
+
+
+def build_optimized_module(specs: list[KernelSpec], target: Target) -> BuiltModule:
+    module, infos = build_ir_module(specs, target)
+    tm = create_target_machine(target)
+    module.data_layout = str(tm.target_data)
+    text = _add_no_builtins(str(module))
+    try:
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+    except RuntimeError as err:
+        raise RuntimeError(f"generated LLVM IR for kernels {[s.name for s in specs]} is invalid: {err}") from err
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return BuiltModule(mod, tm, infos)

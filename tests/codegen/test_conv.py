@@ -1,0 +1,216 @@
+"""conv2d kernels (iree_py/codegen/llvm/conv.py) built for the host and run through jit.py,
+compared with a plain numpy reference. Tolerance: 1e-5 of the output's largest magnitude."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from llvmlite import ir
+
+from iree_py.codegen.kernel_spec import EpilogueOp, KernelSpec
+from iree_py.codegen.llvm import conv, emit_assembly
+from iree_py.codegen.llvm.jit import run_kernels
+from iree_py.codegen.target import load_target
+from iree_py.ir.types import DType, TensorType
+
+RTOL = 1e-5
+
+
+def tensor(shape) -> TensorType:
+    return TensorType(DType.f32, tuple(shape))
+
+
+def conv_reference(x, w, b, strides, pads, dilations, group):
+    """Y = conv(X, W) + B in float64, written as the definition (loop over kernel taps)."""
+    n, c, h, wd = x.shape
+    m, cg, kh, kw = w.shape
+    sh, sw = strides
+    pt, pl, pb, pr = pads
+    dh, dw = dilations
+    xp = np.zeros((n, c, h + pt + pb, wd + pl + pr))
+    xp[:, :, pt:pt + h, pl:pl + wd] = x
+    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    y = np.zeros((n, m, oh, ow))
+    mg = m // group
+    for g in range(group):
+        xs = xp[:, g * cg:(g + 1) * cg]
+        ws = w[g * mg:(g + 1) * mg].astype(np.float64)
+        for ky in range(kh):
+            for kx in range(kw):
+                patch = xs[:, :, ky * dh:ky * dh + sh * (oh - 1) + 1:sh, kx * dw:kx * dw + sw * (ow - 1) + 1:sw]
+                y[:, g * mg:(g + 1) * mg] += np.einsum("ncij,mc->nmij", patch, ws[:, :, ky, kx])
+    if b is not None:
+        y += b.reshape(1, m, 1, 1)
+    return y
+
+
+def out_size(size, k, stride, pad0, pad1, dilation):
+    return (size + pad0 + pad1 - dilation * (k - 1) - 1) // stride + 1
+
+
+def make_case(name, n, c, h, w, m, kh, kw, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1),
+              group=1, bias=True, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    wt = rng.standard_normal((m, c // group, kh, kw)).astype(np.float32)
+    b = rng.standard_normal(m).astype(np.float32) if bias else None
+    oh = out_size(h, kh, strides[0], pads[0], pads[2], dilations[0])
+    ow = out_size(w, kw, strides[1], pads[1], pads[3], dilations[1])
+    inputs = [x, wt] + ([b] if bias else [])
+    spec = KernelSpec(name, "conv2d", tuple(tensor(a.shape) for a in inputs), (tensor((n, m, oh, ow)),),
+                      attrs={"strides": strides, "pads": pads, "dilations": dilations, "group": group})
+    ref = conv_reference(x, wt, b, strides, pads, dilations, group)
+    return spec, inputs, ref
+
+
+def assert_close(got, ref, what, rtol=RTOL):
+    assert got.shape == ref.shape, f"{what}: shape {got.shape} != {ref.shape}"
+    assert np.all(np.isfinite(got)), f"{what}: non-finite values (unwritten outputs?)"
+    scale = max(float(np.abs(ref).max()), 1e-30)
+    err = float(np.abs(got.astype(np.float64) - ref).max()) / scale
+    assert err <= rtol, f"{what}: max error {err:.3g} of max |y| {scale:.3g} > {rtol}"
+
+
+# (n, c, h, w, m, kh, kw, strides, pads (t, l, b, r), dilations, group)
+SHAPES = {
+    "3x3_pad1": (1, 8, 13, 13, 16, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    "3x3_odd_channels": (2, 3, 7, 5, 5, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    "1x1": (1, 16, 7, 7, 10, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    "1x1_stride2": (1, 6, 13, 13, 7, 1, 1, (2, 2), (0, 0, 0, 0), (1, 1), 1),
+    "5x5_pad2": (1, 4, 13, 13, 6, 5, 5, (1, 1), (2, 2, 2, 2), (1, 1), 1),
+    "1x7": (1, 5, 7, 13, 9, 1, 7, (1, 1), (0, 3, 0, 3), (1, 1), 1),
+    "7x1": (1, 5, 13, 7, 9, 7, 1, (1, 1), (3, 0, 3, 0), (1, 1), 1),
+    "3x3_stride2": (1, 4, 13, 13, 8, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 1),
+    "3x3_stride3_asym": (2, 3, 13, 11, 5, 3, 3, (3, 3), (0, 2, 1, 0), (1, 1), 1),
+    "7x7_stride2_wide": (1, 3, 40, 40, 8, 7, 7, (2, 2), (3, 3, 3, 3), (1, 1), 1),
+    "asym_pads": (1, 4, 9, 11, 6, 3, 3, (1, 1), (2, 0, 0, 1), (1, 1), 1),
+    "dilation2": (1, 4, 13, 13, 6, 3, 3, (1, 1), (2, 2, 2, 2), (2, 2), 1),
+    "group2": (2, 8, 7, 13, 6, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 2),
+    "depthwise": (1, 12, 13, 13, 12, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 12),
+    "depthwise_stride2": (1, 8, 13, 13, 8, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 8),
+    "tiny_1x1_image": (1, 3, 1, 1, 4, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    "tiny_pad_only": (1, 2, 1, 1, 3, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    "kernel_wider_than_image": (1, 2, 5, 5, 3, 5, 5, (1, 1), (3, 3, 3, 3), (1, 1), 1),
+    "wide_row_tiles": (1, 4, 6, 70, 9, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+}
+
+
+def test_conv_shapes_against_numpy():
+    """All shapes in one library (one build), each checked on its own."""
+    cases = [make_case(f"conv_{name}", *dims[:7], strides=dims[7], pads=dims[8], dilations=dims[9],
+                       group=dims[10], bias=(i % 3 != 2), seed=i)
+             for i, (name, dims) in enumerate(SHAPES.items())]
+    got = run_kernels([c[0] for c in cases], [c[1] for c in cases])
+    for (spec, _, ref), (y,) in zip(cases, got):
+        assert_close(y, ref, spec.name)
+
+
+UNARY_REFERENCE = {
+    "Relu": lambda y, a: np.maximum(y, 0.0),
+    "LeakyRelu": lambda y, a: np.where(y < 0, y * a["alpha"], y),
+    "Sigmoid": lambda y, a: 1.0 / (1.0 + np.exp(-y)),
+    "Tanh": lambda y, a: np.tanh(y),
+    "Clip": lambda y, a: np.clip(y, a["min"], a["max"]),
+    "Neg": lambda y, a: -y,
+    "Exp": lambda y, a: np.exp(y),
+    "Sqrt": lambda y, a: np.sqrt(y),
+    "Abs": lambda y, a: np.abs(y),
+}
+BINARY_REFERENCE = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
+
+
+def epilogue_reference(ops, y, inputs, channel_shape):
+    """ops applied to float64 y; a "channel" operand is reshaped to `channel_shape`."""
+    for op in ops:
+        if op.op in UNARY_REFERENCE:
+            y = UNARY_REFERENCE[op.op](y, dict(op.attrs))
+            continue
+        operand = inputs[op.operand].astype(np.float64)
+        if op.operand_kind == "scalar":
+            operand = operand.reshape(-1)[0]
+        elif op.operand_kind == "channel":
+            operand = operand.reshape(channel_shape)
+        lhs, rhs = (operand, y) if op.operand_first else (y, operand)
+        y = BINARY_REFERENCE[op.op](lhs, rhs)
+    return y
+
+
+# name -> (epilogue ops, operand shapes by kind: inputs appended after X, W, B in this order)
+M_EPI = 5
+OUT_EPI = (2, M_EPI, 7, 13)
+EPILOGUES = {
+    "relu": ((EpilogueOp("Relu"),), ()),
+    "leaky_relu": ((EpilogueOp("LeakyRelu", (("alpha", 0.1),)),), ()),
+    "sigmoid": ((EpilogueOp("Sigmoid"),), ()),
+    "tanh": ((EpilogueOp("Tanh"),), ()),
+    "clip": ((EpilogueOp("Clip", (("min", -0.5), ("max", 0.7))),), ()),
+    "neg_exp": ((EpilogueOp("Neg"), EpilogueOp("Exp")), ()),
+    "abs_sqrt": ((EpilogueOp("Abs"), EpilogueOp("Sqrt")), ()),
+    "add_scalar": ((EpilogueOp("Add", operand=3, operand_kind="scalar"),), ((1,),)),
+    "sub_scalar_first": ((EpilogueOp("Sub", operand=3, operand_kind="scalar", operand_first=True),), ((),)),
+    "mul_channel": ((EpilogueOp("Mul", operand=3, operand_kind="channel"),), ((M_EPI,),)),
+    "sub_channel_first": ((EpilogueOp("Sub", operand=3, operand_kind="channel", operand_first=True),),
+                          ((1, M_EPI, 1, 1),)),
+    "add_full_relu": ((EpilogueOp("Add", operand=3, operand_kind="full"), EpilogueOp("Relu")), (OUT_EPI,)),
+    "div_full": ((EpilogueOp("Div", operand=3, operand_kind="full"),), (OUT_EPI,)),
+    "mul_full_first": ((EpilogueOp("Mul", operand=3, operand_kind="full", operand_first=True),), (OUT_EPI,)),
+    "chain_two_operands": ((EpilogueOp("Mul", operand=4, operand_kind="channel"),
+                            EpilogueOp("Add", operand=3, operand_kind="full"),
+                            EpilogueOp("Sigmoid")), (OUT_EPI, (M_EPI,))),
+}
+
+
+def test_conv_epilogues_against_numpy():
+    """Every unary op and every operand kind / order, on a conv with border and tail columns
+    (3x3 pad 1 over 7x13, 5 output channels: one full channel tile and a tail, N = 2)."""
+    specs, inputs, refs = [], [], []
+    for i, (name, (ops, operand_shapes)) in enumerate(EPILOGUES.items()):
+        base, args, ref = make_case(f"conv_epi_{name}", 2, 3, 7, 13, M_EPI, 3, 3, pads=(1, 1, 1, 1), seed=i)
+        rng = np.random.default_rng(100 + i)
+        # Div operands stay away from zero so the reference is well conditioned.
+        operands = [(rng.uniform(0.5, 1.5, s) * rng.choice([-1, 1], s)).astype(np.float32)
+                    for s in operand_shapes]
+        all_inputs = args + operands
+        spec = KernelSpec(base.name, "conv2d", tuple(tensor(np.shape(a)) for a in all_inputs),
+                          base.outputs, attrs=base.attrs, epilogue=ops)
+        specs.append(spec)
+        inputs.append(all_inputs)
+        refs.append(epilogue_reference(ops, ref, all_inputs, (1, M_EPI, 1, 1)))
+    got = run_kernels(specs, inputs)
+    for spec, ref, (y,) in zip(specs, refs, got):
+        assert_close(y, ref, spec.name)
+
+
+def test_conv_without_bias_reads_input_2_as_epilogue_operand():
+    """Input 2 referenced by the epilogue is an operand, not a bias."""
+    base, (x, w), ref = make_case("conv_operand2", 1, 4, 9, 9, 6, 3, 3, pads=(1, 1, 1, 1), bias=False)
+    channel = np.arange(1, 7, dtype=np.float32)
+    ops = (EpilogueOp("Mul", operand=2, operand_kind="channel"),)
+    spec = KernelSpec(base.name, "conv2d", base.inputs + (tensor((6,)),), base.outputs,
+                      attrs=base.attrs, epilogue=ops)
+    (y,), = run_kernels([spec], [[x, w, channel]])
+    assert_close(y, ref * channel.reshape(1, 6, 1, 1), spec.name)
+
+
+def test_conv_grid_and_binding_lengths():
+    spec, inputs, _ = make_case("conv_info", 2, 8, 56, 56, 64, 3, 3, pads=(1, 1, 1, 1))
+    info = conv.build(spec, ir.Module(), load_target("x86_64"))
+    gx, gy, gz = info.workgroup_count
+    assert gz == 2 and gy >= 2 and gx >= 2, info.workgroup_count
+    assert info.binding_min_lengths == tuple(a.nbytes for a in inputs) + (2 * 64 * 56 * 56 * 4,)
+    assert info.push_constants == ()
+
+
+def test_conv_rejects_wrong_output_shape():
+    spec, _, _ = make_case("conv_bad", 1, 2, 5, 5, 3, 3, 3)
+    bad = KernelSpec(spec.name, "conv2d", spec.inputs, (tensor((1, 3, 5, 5)),), attrs=spec.attrs)
+    with pytest.raises(ValueError, match="output is"):
+        conv.build(bad, ir.Module(), load_target("x86_64"))
+
+
+def test_conv_for_arm64_target_compiles():
+    """128-bit vectors change the tile widths; strided and tail loads must still lower (NEON)."""
+    specs = [make_case("conv_arm_s1", 1, 3, 13, 13, 6, 3, 3, pads=(1, 1, 1, 1))[0],
+             make_case("conv_arm_s2", 1, 3, 13, 13, 6, 3, 3, strides=(2, 2), pads=(1, 1, 1, 1))[0]]
+    asm = emit_assembly(specs, load_target("arm64"))
+    assert "fmla" in asm

@@ -1,0 +1,257 @@
+/* Implements api/iree_py_runtime.h on top of vm/ (module, verifier, interpreter) and hal/. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../base/allocator.h"
+#include "../hal/cpu_executable.h"
+#include "../vm/interp.h"
+#include "iree_py_runtime.h"
+
+struct irp_runtime_t {
+  irp_allocator_t allocator;
+  char message[IRP_MAX_MESSAGE_LENGTH];
+  irp_diag_t diag;
+};
+
+struct irp_module_t {
+  irp_runtime_t* runtime;
+  irp_vm_module_t vm;
+  irp_vm_state_t state;
+  irp_vm_ref_t* input_refs;  /* max inputs over functions */
+  irp_vm_ref_t* output_refs; /* max outputs over functions */
+};
+
+irp_status_t irp_runtime_create(const irp_allocator_t* allocator, irp_runtime_t** out_runtime) {
+  if (out_runtime == NULL) return IRP_INVALID_ARGUMENT;
+  *out_runtime = NULL;
+  if (allocator == NULL || allocator->alloc == NULL || allocator->free == NULL) return IRP_INVALID_ARGUMENT;
+  irp_runtime_t* runtime = allocator->alloc(allocator->ctx, sizeof(irp_runtime_t), 16);
+  if (runtime == NULL) return IRP_OUT_OF_MEMORY;
+  memset(runtime, 0, sizeof(*runtime));
+  runtime->allocator = *allocator;
+  runtime->diag.message = runtime->message;
+  runtime->diag.capacity = sizeof(runtime->message);
+  *out_runtime = runtime;
+  return IRP_OK;
+}
+
+void irp_runtime_release(irp_runtime_t* runtime) {
+  if (runtime == NULL) return;
+  irp_allocator_t allocator = runtime->allocator;
+  allocator.free(allocator.ctx, runtime);
+}
+
+const char* irp_runtime_error_message(const irp_runtime_t* runtime) {
+  return runtime != NULL ? runtime->message : "";
+}
+
+static irp_status_t irp_module_allocate_state(irp_module_t* module) {
+  const irp_allocator_t* allocator = &module->runtime->allocator;
+  irp_diag_t* diag = &module->runtime->diag;
+  const irp_vm_module_t* vm = &module->vm;
+  if (vm->arena_size > SIZE_MAX - IRP_ARENA_ALIGNMENT) {
+    return IRP_FAIL(diag, IRP_OUT_OF_MEMORY, "module '%s' asks for an arena of %llu bytes", vm->name,
+                    (unsigned long long)vm->arena_size);
+  }
+  /* Never zero bytes, so arena views always have a real base pointer. */
+  size_t arena_bytes = ((size_t)vm->arena_size + IRP_ARENA_ALIGNMENT - 1) & ~(size_t)(IRP_ARENA_ALIGNMENT - 1);
+  if (arena_bytes == 0) arena_bytes = IRP_ARENA_ALIGNMENT;
+  int32_t max_inputs = 0, max_outputs = 0;
+  for (int32_t i = 0; i < vm->function_count; ++i) {
+    if (vm->functions[i].input_count > max_inputs) max_inputs = vm->functions[i].input_count;
+    if (vm->functions[i].output_count > max_outputs) max_outputs = vm->functions[i].output_count;
+  }
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, arena_bytes, 1, IRP_ARENA_ALIGNMENT, diag,
+                                          (void**)&module->state.arena));
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, vm->max_i64_registers, sizeof(int64_t), 8, diag,
+                                          (void**)&module->state.i64_registers));
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, vm->max_ref_registers, sizeof(irp_vm_ref_t), 8, diag,
+                                          (void**)&module->state.ref_registers));
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, (size_t)max_inputs, sizeof(irp_vm_ref_t), 8, diag,
+                                          (void**)&module->input_refs));
+  return irp_allocate_zeroed(allocator, (size_t)max_outputs, sizeof(irp_vm_ref_t), 8, diag,
+                             (void**)&module->output_refs);
+}
+
+irp_status_t irp_module_load(irp_runtime_t* runtime, const void* data, size_t length,
+                             irp_module_t** out_module) {
+  if (runtime == NULL || out_module == NULL) return IRP_INVALID_ARGUMENT;
+  *out_module = NULL;
+  irp_diag_clear(&runtime->diag);
+  irp_module_t* module = NULL;
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(&runtime->allocator, 1, sizeof(irp_module_t), 16, &runtime->diag,
+                                          (void**)&module));
+  module->runtime = runtime;
+  irp_status_t status = irp_vm_module_load(&runtime->allocator, data, length, &runtime->diag, &module->vm);
+  if (status == IRP_OK) status = irp_cpu_executables_load(&runtime->allocator, &module->vm, &runtime->diag);
+  if (status == IRP_OK) status = irp_module_allocate_state(module);
+  if (status != IRP_OK) {
+    irp_module_release(module);
+    return status;
+  }
+  *out_module = module;
+  return IRP_OK;
+}
+
+void irp_module_release(irp_module_t* module) {
+  if (module == NULL) return;
+  const irp_allocator_t* allocator = &module->runtime->allocator;
+  irp_cpu_executables_unload(allocator, &module->vm);
+  irp_vm_module_free(allocator, &module->vm);
+  irp_free(allocator, module->state.arena);
+  irp_free(allocator, module->state.i64_registers);
+  irp_free(allocator, module->state.ref_registers);
+  irp_free(allocator, module->input_refs);
+  irp_free(allocator, module->output_refs);
+  irp_free(allocator, module);
+}
+
+int32_t irp_module_function_count(const irp_module_t* module) {
+  return module != NULL ? module->vm.function_count : 0;
+}
+
+irp_status_t irp_module_find_function(const irp_module_t* module, const char* name, int32_t* out_function) {
+  if (module == NULL || name == NULL || out_function == NULL) return IRP_INVALID_ARGUMENT;
+  *out_function = -1;
+  for (int32_t i = 0; i < module->vm.function_count; ++i) {
+    if (strcmp(module->vm.functions[i].name, name) == 0) {
+      *out_function = i;
+      return IRP_OK;
+    }
+  }
+  return IRP_FAIL(&module->runtime->diag, IRP_NOT_FOUND, "module '%s' has no function '%s'", module->vm.name,
+                  name);
+}
+
+static const irp_vm_function_t* irp_function_at(const irp_module_t* module, int32_t function) {
+  if (module == NULL || function < 0 || function >= module->vm.function_count) return NULL;
+  return &module->vm.functions[function];
+}
+
+const char* irp_function_name(const irp_module_t* module, int32_t function) {
+  const irp_vm_function_t* f = irp_function_at(module, function);
+  return f != NULL ? f->name : NULL;
+}
+
+int32_t irp_function_input_count(const irp_module_t* module, int32_t function) {
+  const irp_vm_function_t* f = irp_function_at(module, function);
+  return f != NULL ? f->input_count : -1;
+}
+
+int32_t irp_function_output_count(const irp_module_t* module, int32_t function) {
+  const irp_vm_function_t* f = irp_function_at(module, function);
+  return f != NULL ? f->output_count : -1;
+}
+
+static void irp_sig_to_view(const irp_vm_tensor_sig_t* sig, irp_buffer_view_t* out_view) {
+  memset(out_view, 0, sizeof(*out_view));
+  out_view->dtype = sig->dtype;
+  out_view->rank = sig->rank;
+  for (int32_t i = 0; i < sig->rank; ++i) out_view->shape[i] = sig->shape[i];
+  out_view->length = sig->byte_length;
+}
+
+static irp_status_t irp_describe(const irp_module_t* module, int32_t function, int32_t index, bool input,
+                                 irp_buffer_view_t* out_view, const char** out_name) {
+  const irp_vm_function_t* f = irp_function_at(module, function);
+  if (f == NULL || out_view == NULL) return IRP_INVALID_ARGUMENT;
+  int32_t count = input ? f->input_count : f->output_count;
+  if (index < 0 || index >= count) {
+    return IRP_FAIL(&module->runtime->diag, IRP_INVALID_ARGUMENT, "%s: %s %d does not exist (it has %d)",
+                    f->name, input ? "input" : "output", index, count);
+  }
+  const irp_vm_tensor_sig_t* sig = input ? &f->inputs[index] : &f->outputs[index];
+  irp_sig_to_view(sig, out_view);
+  if (out_name != NULL) *out_name = sig->name;
+  return IRP_OK;
+}
+
+irp_status_t irp_function_input(const irp_module_t* module, int32_t function, int32_t index,
+                                irp_buffer_view_t* out_view, const char** out_name) {
+  return irp_describe(module, function, index, true, out_view, out_name);
+}
+
+irp_status_t irp_function_output(const irp_module_t* module, int32_t function, int32_t index,
+                                 irp_buffer_view_t* out_view, const char** out_name) {
+  return irp_describe(module, function, index, false, out_view, out_name);
+}
+
+size_t irp_module_arena_size(const irp_module_t* module) {
+  return module != NULL ? (size_t)module->vm.arena_size : 0;
+}
+
+/* Writes "[1, 3, 8, 8]" into buffer. */
+static void irp_format_shape(const int64_t* shape, int32_t rank, char* buffer, size_t capacity) {
+  size_t used = 0;
+  buffer[0] = '\0';
+  for (int32_t i = 0; i < rank && used + 1 < capacity; ++i) {
+    int written = snprintf(buffer + used, capacity - used, "%s%lld", i == 0 ? "" : ", ", (long long)shape[i]);
+    if (written < 0) break;
+    used += (size_t)written;
+  }
+}
+
+static irp_status_t irp_check_input(const irp_module_t* module, const irp_vm_function_t* f, int32_t index,
+                                    const irp_buffer_view_t* view) {
+  irp_diag_t* diag = &module->runtime->diag;
+  const irp_vm_tensor_sig_t* sig = &f->inputs[index];
+  if (view->dtype != sig->dtype) {
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %d '%s' has dtype %d but the signature expects %d",
+                    f->name, index, sig->name, (int)view->dtype, (int)sig->dtype);
+  }
+  bool same_shape = view->rank == sig->rank;
+  for (int32_t i = 0; same_shape && i < sig->rank; ++i) same_shape = view->shape[i] == sig->shape[i];
+  if (!same_shape) {
+    char got[160] = "?", expected[160];
+    if (view->rank >= 0 && view->rank <= IRP_MAX_RANK) irp_format_shape(view->shape, view->rank, got, sizeof(got));
+    irp_format_shape(sig->shape, sig->rank, expected, sizeof(expected));
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %d '%s' has shape [%s] but the signature expects [%s]",
+                    f->name, index, sig->name, got, expected);
+  }
+  if (view->length != sig->byte_length) {
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %d '%s' is %zu bytes but the signature needs %zu",
+                    f->name, index, sig->name, view->length, sig->byte_length);
+  }
+  if (view->data == NULL) {
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %d '%s' has no data (NULL)", f->name, index, sig->name);
+  }
+  return IRP_OK;
+}
+
+irp_status_t irp_call(irp_module_t* module, int32_t function, const irp_buffer_view_t* inputs,
+                      int32_t input_count, irp_buffer_view_t* out_outputs, int32_t output_count) {
+  if (module == NULL) return IRP_INVALID_ARGUMENT;
+  irp_diag_t* diag = &module->runtime->diag;
+  irp_diag_clear(diag);
+  const irp_vm_function_t* f = irp_function_at(module, function);
+  if (f == NULL) {
+    return IRP_FAIL(diag, IRP_NOT_FOUND, "module '%s' has no function %d", module->vm.name, function);
+  }
+  if (input_count != f->input_count) {
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: expected %d inputs, got %d", f->name, f->input_count, input_count);
+  }
+  if (output_count != f->output_count) {
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: expected %d outputs, got %d", f->name, f->output_count,
+                    output_count);
+  }
+  if ((input_count > 0 && inputs == NULL) || (output_count > 0 && out_outputs == NULL)) {
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: inputs or outputs array is NULL", f->name);
+  }
+  for (int32_t i = 0; i < input_count; ++i) {
+    IRP_RETURN_IF_ERROR(irp_check_input(module, f, i, &inputs[i]));
+    irp_vm_ref_t ref = {(uint8_t*)inputs[i].data, inputs[i].length, true};
+    module->input_refs[i] = ref;
+  }
+  IRP_RETURN_IF_ERROR(irp_vm_invoke(&module->vm, &module->state, function, module->input_refs,
+                                    module->output_refs, diag));
+  for (int32_t i = 0; i < output_count; ++i) {
+    const irp_vm_tensor_sig_t* sig = &f->outputs[i];
+    if (module->output_refs[i].length != sig->byte_length) {
+      return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: output %d '%s' is %zu bytes but the signature says %zu",
+                      f->name, i, sig->name, module->output_refs[i].length, sig->byte_length);
+    }
+    irp_sig_to_view(sig, &out_outputs[i]);
+    out_outputs[i].data = module->output_refs[i].data;
+  }
+  return IRP_OK;
+}

@@ -1,0 +1,16 @@
+/* Allocation helpers over the caller's irp_allocator_t (declared in api/iree_py_runtime.h).
+ * Every allocation of the runtime goes through these; none happens while a call runs. */
+#ifndef IRP_BASE_ALLOCATOR_H_
+#define IRP_BASE_ALLOCATOR_H_
+
+#include <stddef.h>
+
+#include "status.h"
+
+/* Allocates count * size zeroed bytes aligned to alignment; checks the product for overflow.
+ * Sets *out_ptr (NULL on failure). A zero-byte request returns OK with *out_ptr == NULL. */
+irp_status_t irp_allocate_zeroed(const irp_allocator_t* allocator, size_t count, size_t size,
+                                 size_t alignment, irp_diag_t* diag, void** out_ptr);
+void irp_free(const irp_allocator_t* allocator, void* ptr);
+
+#endif /* IRP_BASE_ALLOCATOR_H_ */

@@ -1,0 +1,59 @@
+/* Every build knob of the runtime, with its default. Override with -DNAME=value (CFLAGS_EXTRA).
+ * Nothing else in runtime_c/ may test a macro that is not defined here (or by the compiler). */
+#ifndef IRP_BASE_CONFIG_H_
+#define IRP_BASE_CONFIG_H_
+
+/* 1: a hosted build with an OS (mmap/mprotect for kernel code, aligned_alloc, stdio in tools).
+ * 0: bare metal: kernel code is placed in memory from the allocator and run from there. */
+#ifndef IRP_HAVE_OS
+#define IRP_HAVE_OS 1
+#endif
+
+/* 1: errors carry formatted messages (vsnprintf). 0: only status codes (smaller builds). */
+#ifndef IRP_STATUS_MESSAGES
+#define IRP_STATUS_MESSAGES 1
+#endif
+
+/* Bytes kept for the latest error message of a runtime. */
+#ifndef IRP_MAX_MESSAGE_LENGTH
+#define IRP_MAX_MESSAGE_LENGTH 256
+#endif
+
+/* Largest binding / push constant count of one dispatch (the interpreter keeps these on its
+ * stack). The bytecode encodes list lengths as u8, so 255 is the natural ceiling. */
+#ifndef IRP_MAX_BINDINGS
+#define IRP_MAX_BINDINGS 64
+#endif
+#ifndef IRP_MAX_PUSH_CONSTANTS
+#define IRP_MAX_PUSH_CONSTANTS 64
+#endif
+
+/* Largest memory image of one kernel library (its PT_LOAD span), in bytes. */
+#ifndef IRP_MAX_KERNEL_IMAGE_SIZE
+#define IRP_MAX_KERNEL_IMAGE_SIZE (64u * 1024u * 1024u)
+#endif
+
+/* Most program headers accepted in a kernel library. */
+#ifndef IRP_MAX_ELF_SEGMENTS
+#define IRP_MAX_ELF_SEGMENTS 32
+#endif
+
+/* Alignment of the arena and of every allocation that holds tensor data. */
+#ifndef IRP_ARENA_ALIGNMENT
+#define IRP_ARENA_ALIGNMENT 64
+#endif
+
+/* The architecture this build runs kernels for; it must equal an executable's `arch`. */
+#ifndef IRP_ARCH_NAME
+#if defined(__x86_64__)
+#define IRP_ARCH_NAME "x86_64"
+#elif defined(__aarch64__)
+#define IRP_ARCH_NAME "aarch64"
+#elif defined(__riscv) && __riscv_xlen == 64
+#define IRP_ARCH_NAME "riscv64"
+#else
+#define IRP_ARCH_NAME "unknown"
+#endif
+#endif
+
+#endif /* IRP_BASE_CONFIG_H_ */

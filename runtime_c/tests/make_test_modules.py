@@ -1,0 +1,248 @@
+"""Write the .vmfb modules the C runtime tests load (runtime_c/tests/runtime_tests.c).
+
+    python3 runtime_c/tests/make_test_modules.py --kernels=K.so --arch=x86_64 --out=DIR
+
+Uses the project's module writer and bytecode encoder. Besides the valid modules it writes one
+module per verifier rule, each broken in exactly that way, and lists them in DIR/bad_modules.txt
+as `file<TAB>status<TAB>message substring` for the C test to check.
+"""
+from __future__ import annotations
+
+import argparse
+import struct
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from iree_py.ir.types import DType  # noqa: E402
+from iree_py.module.model import (Constant, EntryPoint, Executable, Function, MemoryPlan,  # noqa: E402
+                                  Module, TensorSig)
+from iree_py.module.writer import write_module  # noqa: E402
+from iree_py.vm.encoder import BytecodeBuilder, Label  # noqa: E402
+
+N = 100  # elements of the add test
+F32 = DType.f32
+INVALID_MODULE, UNSUPPORTED = 2, 5
+OTHER_ARCH = {"x86_64": "aarch64", "aarch64": "x86_64"}
+ELF_MACHINE = {"x86_64": 62, "aarch64": 183}
+
+
+def entry_points() -> list[EntryPoint]:
+    return [EntryPoint("add_f32", 3, 1, [16, 16, 16]),
+            EntryPoint("scale_f32", 2, 2, [16, 16]),
+            EntryPoint("fail_if_negative", 1, 0, [4])]
+
+
+def add_function() -> Function:
+    """main(a[100], b[100]) -> a + b, with the element count computed by a loop (25 x 4)."""
+    code = BytecodeBuilder()
+    loop, done = code.label("loop"), code.label("done")
+    code.emit("buffer_arena", 2, 0, 4 * N)
+    code.emit("const_i64", 0, 0)          # i0 = 0
+    code.emit("const_i64", 3, 25)         # i3 = 25
+    code.emit("const_i64", 4, N)          # i4 = 100
+    code.bind(loop)
+    code.emit("add_i64", 0, 0, 3)         # i0 += 25
+    code.emit("cmp_lt_i64", 5, 0, 4)      # i5 = i0 < 100
+    code.emit("cond_br", 5, loop, done)
+    code.bind(done)
+    code.emit("const_i64", 1, 2)          # 2 workgroups of 64
+    code.emit("const_i64", 2, 1)
+    code.emit("dispatch", 0, 0, 1, 2, 2, [0], [0, 1, 2])
+    code.emit("ret", [2])
+    sig = [TensorSig("a", F32, (N,)), TensorSig("b", F32, (N,))]
+    return Function("main", sig, [TensorSig("sum", F32, (N,))], 6, 3, code.finish())
+
+
+def scaled_function() -> Function:
+    """scaled(x[4]) -> ((x + c) * 2.5, copy of it) with c = [1, 2, 3, 4] a constant."""
+    code = BytecodeBuilder()
+    code.emit("buffer_constant", 1, 0)
+    code.emit("buffer_arena", 2, 400, 16)
+    code.emit("buffer_arena", 3, 416, 16)
+    code.emit("buffer_arena", 4, 432, 16)
+    code.emit("const_i64", 0, 4)
+    code.emit("const_i64", 1, 1)
+    code.emit("const_i64", 2, struct.unpack("<I", struct.pack("<f", 2.5))[0])
+    code.emit("dispatch", 0, 0, 1, 1, 1, [0], [0, 1, 2])
+    code.emit("dispatch", 0, 1, 1, 1, 1, [0, 2], [2, 3])
+    code.emit("buffer_copy", 4, 3)
+    code.emit("ret", [3, 4])
+    outputs = [TensorSig("y", F32, (4,)), TensorSig("y_copy", F32, (2, 2))]
+    return Function("scaled", [TensorSig("x", F32, (4,))], outputs, 3, 5, code.finish())
+
+
+def simple_function(name: str, emit, inputs=(), outputs=(), i64=4, refs=4) -> Function:
+    code = BytecodeBuilder()
+    emit(code)
+    return Function(name, list(inputs), list(outputs), i64, refs, code.finish())
+
+
+def runtime_failure_functions() -> list[Function]:
+    x = TensorSig("x", F32, (4,))
+    out = TensorSig("out", F32, (4,))
+    return [
+        simple_function("fails", lambda c: c.emit("fail", 42)),
+        simple_function("kernel_fails", lambda c: (c.emit("const_i64", 0, 1),
+                                                   c.emit("dispatch", 0, 2, 0, 0, 0, [], [0]),
+                                                   c.emit("ret", [])), inputs=[x]),
+        simple_function("short_binding", lambda c: (c.emit("buffer_arena", 1, 0, 8),
+                                                    c.emit("const_i64", 0, 1),
+                                                    c.emit("dispatch", 0, 0, 0, 0, 0, [0], [0, 1, 0]),
+                                                    c.emit("ret", [])), inputs=[x]),
+        simple_function("unset_ref", lambda c: (c.emit("const_i64", 0, 1),
+                                                c.emit("dispatch", 0, 2, 0, 0, 0, [], [3]),
+                                                c.emit("ret", []))),
+        simple_function("copy_mismatch", lambda c: (c.emit("buffer_arena", 1, 0, 8),
+                                                    c.emit("buffer_copy", 1, 0),
+                                                    c.emit("ret", [1])), inputs=[x], outputs=[out]),
+        simple_function("copy_to_constant", lambda c: (c.emit("buffer_constant", 1, 0),
+                                                       c.emit("buffer_copy", 1, 0),
+                                                       c.emit("ret", [])), inputs=[x]),
+        simple_function("copy_input", lambda c: (c.emit("buffer_arena", 1, 0, 16),
+                                                 c.emit("buffer_copy", 1, 0),
+                                                 c.emit("ret", [1])), inputs=[x], outputs=[out]),
+    ]
+
+
+def good_module(arch: str, kernels: bytes) -> Module:
+    constant = Constant("c", struct.pack("<4f", 1, 2, 3, 4))
+    functions = [add_function(), scaled_function(), *runtime_failure_functions()]
+    return Module("test", functions, [constant], [Executable(arch, entry_points(), kernels)],
+                  MemoryPlan(448))
+
+
+def small_module(arch: str, kernels: bytes) -> Module:
+    """The corruption test's module: one function, one constant, the kernel library."""
+    module = good_module(arch, kernels)
+    return replace(module, functions=[module.functions[1]])
+
+
+def with_function(module: Module, function: Function) -> Module:
+    return replace(module, functions=[function])
+
+
+def bytecode_case(module: Module, emit, i64=4, refs=4, inputs=(), outputs=()) -> Module:
+    return with_function(module, simple_function("f", emit, inputs, outputs, i64, refs))
+
+
+def bad_bytecode(module: Module, raw: bytes) -> Module:
+    return with_function(module, Function("f", [], [], 4, 4, raw))
+
+
+def with_entry_points(module: Module, entries: list[EntryPoint]) -> Module:
+    return replace(module, executables=[replace(module.executables[0], entry_points=entries)])
+
+
+def with_code(module: Module, code: bytes) -> Module:
+    return replace(module, executables=[replace(module.executables[0], code=code)])
+
+
+def patched(data: bytes, offset: int, value: bytes) -> bytes:
+    return data[:offset] + value + data[offset + len(value):]
+
+
+def bad_modules(arch: str, kernels: bytes, undefined_kernels: bytes | None) -> list[tuple[str, object, int, str]]:
+    base = small_module(arch, kernels)
+    x = TensorSig("x", F32, (4,))
+    eps = entry_points()
+    cases: list[tuple[str, object, int, str]] = [
+        ("version", replace(base, format_version=2), INVALID_MODULE, "format version is 2"),
+        ("unknown_opcode", bad_bytecode(base, b"\x7f\x01\x00"), INVALID_MODULE, "unknown opcode 0x7f"),
+        ("i64_register", bytecode_case(base, lambda c: (c.emit("const_i64", 5, 1), c.emit("ret", []))),
+         INVALID_MODULE, "const_i64 uses i64 register 5 but the function has 4"),
+        ("ref_register", bytecode_case(base, lambda c: (c.emit("buffer_constant", 4, 0), c.emit("ret", []))),
+         INVALID_MODULE, "buffer_constant uses ref register 4 but the function has 4"),
+        ("list_register", bytecode_case(base, lambda c: c.emit("ret", [9]), outputs=[x]),
+         INVALID_MODULE, "ret uses ref register 9"),
+        ("branch_mid", bytecode_case(base, lambda c: (c.emit("nop"), c.emit("br", Label("x", 3)))),
+         INVALID_MODULE, "br target 3 is not the start of an instruction"),
+        ("branch_past_end", bytecode_case(base, lambda c: c.emit("br", Label("x", 1000))),
+         INVALID_MODULE, "br target 1000 is not the start"),
+        ("cond_branch", bytecode_case(base, lambda c: (c.emit("cond_br", 0, Label("a", 0), Label("b", 2)))),
+         INVALID_MODULE, "cond_br target 2 is not the start"),
+        ("no_terminator", bytecode_case(base, lambda c: c.emit("const_i64", 0, 1)),
+         INVALID_MODULE, "the last instruction is not a terminator"),
+        ("empty_bytecode", bad_bytecode(base, b""), INVALID_MODULE, "the bytecode is empty"),
+        ("truncated_operand", bad_bytecode(base, b"\x10\x00"), INVALID_MODULE, "const_i64 operand 0 runs past the end"),
+        ("truncated_list", bad_bytecode(base, b"\x01\x05\x00\x00"), INVALID_MODULE, "ret register list of 5 runs past the end"),
+        ("arena_past_plan", bytecode_case(base, lambda c: (c.emit("buffer_arena", 0, 400, 49), c.emit("ret", []))),
+         INVALID_MODULE, "buffer_arena [400, +49) is outside the 448-byte arena"),
+        ("arena_negative", bytecode_case(base, lambda c: (c.emit("buffer_arena", 0, -8, 8), c.emit("ret", []))),
+         INVALID_MODULE, "buffer_arena [-8, +8) is outside"),
+        ("arena_overflow", bytecode_case(base, lambda c: (c.emit("buffer_arena", 0, 8, (1 << 63) - 1), c.emit("ret", []))),
+         INVALID_MODULE, "is outside the 448-byte arena"),
+        ("constant_index", bytecode_case(base, lambda c: (c.emit("buffer_constant", 0, 3), c.emit("ret", []))),
+         INVALID_MODULE, "buffer_constant 3 but the module has 1 constants"),
+        ("dispatch_executable", bytecode_case(base, lambda c: (c.emit("dispatch", 1, 0, 0, 0, 0, [0], [0, 1, 2]), c.emit("ret", []))),
+         INVALID_MODULE, "dispatch of executable 1 but the module has 1"),
+        ("dispatch_entry", bytecode_case(base, lambda c: (c.emit("dispatch", 0, 5, 0, 0, 0, [0], [0, 1, 2]), c.emit("ret", []))),
+         INVALID_MODULE, "dispatch of entry point 5 but executable 0 has 3"),
+        ("dispatch_bindings", bytecode_case(base, lambda c: (c.emit("dispatch", 0, 0, 0, 0, 0, [0], [0, 1]), c.emit("ret", []))),
+         INVALID_MODULE, "dispatch of 'add_f32' passes 2 bindings, the entry point takes 3"),
+        ("dispatch_push_constants", bytecode_case(base, lambda c: (c.emit("dispatch", 0, 0, 0, 0, 0, [], [0, 1, 2]), c.emit("ret", []))),
+         INVALID_MODULE, "dispatch of 'add_f32' passes 0 push constants, the entry point takes 1"),
+        ("ret_count", bytecode_case(base, lambda c: c.emit("ret", []), outputs=[x]),
+         INVALID_MODULE, "ret returns 0 values but the function has 1 outputs"),
+        ("inputs_exceed_refs", bytecode_case(base, lambda c: c.emit("ret", []), inputs=[x] * 5),
+         INVALID_MODULE, "5 inputs do not fit its 4 ref registers"),
+        ("rank", bytecode_case(base, lambda c: c.emit("ret", []), inputs=[TensorSig("big", F32, (1,) * 9)]),
+         INVALID_MODULE, "input 0 'big' has rank 9, more than the maximum 8"),
+        ("negative_dim", bytecode_case(base, lambda c: c.emit("ret", []), inputs=[TensorSig("d", F32, (2, -1))]),
+         INVALID_MODULE, "input 0 'd' has negative dim -1 at axis 1"),
+        ("min_lengths", with_entry_points(base, [EntryPoint("add_f32", 3, 1, [16]), *eps[1:]]),
+         INVALID_MODULE, "entry point 'add_f32' has 1 binding_min_lengths for 3 bindings"),
+        ("no_arch", replace(base, executables=[replace(base.executables[0], arch="riscv64")]),
+         UNSUPPORTED, f"module 'test' has executables for [riscv64] but this runtime runs {arch}"),
+        ("elf_not_elf", with_code(base, b"not an elf at all, just bytes" * 4), INVALID_MODULE,
+         f"kernel library for {arch} is not an ELF file"),
+        ("elf_truncated", with_code(base, kernels[:200]), INVALID_MODULE, "run past the"),
+        ("elf_machine", with_code(base, patched(kernels, 18, struct.pack("<H", ELF_MACHINE[OTHER_ARCH[arch]]))),
+         INVALID_MODULE, f"has ELF machine {ELF_MACHINE[OTHER_ARCH[arch]]}, expected {ELF_MACHINE[arch]}"),
+        ("elf_type", with_code(base, patched(kernels, 16, struct.pack("<H", 2))), INVALID_MODULE,
+         "has ELF type 2, not a shared object"),
+        ("elf_entry", with_code(base, patched(kernels, 24, struct.pack("<Q", struct.unpack_from("<Q", kernels, 24)[0] + 1))),
+         INVALID_MODULE, "is not the exported irp_kernel_library_query"),
+        ("elf_entry_count", with_entry_points(base, eps[:2]), INVALID_MODULE,
+         "has 3 entry points but the module declares 2"),
+        ("elf_entry_name", with_entry_points(base, [eps[0], replace(eps[1], name="scale"), eps[2]]),
+         INVALID_MODULE, "entry 1 is not named 'scale' as the module says"),
+    ]
+    if undefined_kernels is not None:
+        cases.append(("elf_undefined_symbol", with_code(base, undefined_kernels), UNSUPPORTED,
+                      "refers to undefined symbol 'external_helper'"))
+    return cases
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--kernels", required=True, help="the test kernel library (.so)")
+    parser.add_argument("--undefined-kernels", help="a kernel library that imports a symbol")
+    parser.add_argument("--arch", required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    kernels = Path(args.kernels).read_bytes()
+    undefined = Path(args.undefined_kernels).read_bytes() if args.undefined_kernels else None
+    (out / "good.vmfb").write_bytes(write_module(good_module(args.arch, kernels)))
+    small = write_module(small_module(args.arch, kernels))
+    (out / "small.vmfb").write_bytes(small)
+    # Where the kernel code lies in small.vmfb: the corruption test treats its bytes specially.
+    at = small.find(kernels)
+    assert at > 0 and small.find(kernels, at + 1) < 0, "kernel library not found once in small.vmfb"
+    (out / "small.code").write_text(f"{at} {len(kernels)}\n")
+    bad_identifier = bytearray(small)
+    bad_identifier[4:8] = b"NOPE"
+    (out / "identifier.vmfb").write_bytes(bytes(bad_identifier))
+    lines = ["identifier.vmfb\t2\tfile identifier is not 'IRPY'"]
+    for name, module, status, message in bad_modules(args.arch, kernels, undefined):
+        (out / f"bad_{name}.vmfb").write_bytes(write_module(module))
+        lines.append(f"bad_{name}.vmfb\t{status}\t{message}")
+    (out / "bad_modules.txt").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

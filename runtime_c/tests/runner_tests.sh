@@ -1,0 +1,42 @@
+#!/bin/sh
+# irp-run end to end: runner_tests.sh "IRP_RUN (maybe under qemu)" DIR_OF_TEST_MODULES
+set -eu
+RUN="$1"
+DIR="$2"
+TMP="$DIR/runner_tmp"
+mkdir -p "$TMP"
+fail() { echo "runner_tests: FAIL: $*" >&2; exit 1; }
+
+python3 - "$TMP" <<'PY'
+import struct, sys
+d = sys.argv[1]
+open(f"{d}/a.bin", "wb").write(struct.pack("<100f", *range(100)))
+open(f"{d}/b.bin", "wb").write(struct.pack("<100f", *[0.5 * i for i in range(100)]))
+open(f"{d}/short.bin", "wb").write(b"\0" * 12)
+open(f"{d}/expected.bin", "wb").write(struct.pack("<100f", *[1.5 * i for i in range(100)]))
+PY
+
+$RUN "$DIR/good.vmfb" --input="$TMP/a.bin" --input="$TMP/b.bin" --output="$TMP/sum.bin" || fail "run main"
+cmp -s "$TMP/sum.bin" "$TMP/expected.bin" || fail "main output differs from a + b"
+$RUN --info "$DIR/good.vmfb" > "$TMP/info.txt" || fail "--info"
+grep -q "input 0 'a': f32\[100\] (400 bytes)" "$TMP/info.txt" || fail "--info text: $(cat "$TMP/info.txt")"
+$RUN "$DIR/good.vmfb" --input="$TMP/a.bin" --input="$TMP/b.bin" --print --repeat=3 > "$TMP/print.txt" || fail "--print"
+grep -q "= 0 1.5 3 4.5" "$TMP/print.txt" || fail "--print values: $(cat "$TMP/print.txt")"
+grep -q "main: 3 calls, median" "$TMP/print.txt" || fail "--repeat timing line"
+
+set +e
+$RUN "$DIR/good.vmfb" --input="$TMP/short.bin" --input="$TMP/b.bin" 2> "$TMP/err.txt"
+[ $? -eq 1 ] || fail "short input: exit code"
+grep -q "input 0 'a' needs 400 bytes" "$TMP/err.txt" || fail "short input message: $(cat "$TMP/err.txt")"
+$RUN "$DIR/bad_version.vmfb" --info 2> "$TMP/err.txt"
+[ $? -eq 1 ] || fail "bad module: exit code"
+grep -q "format version is 2" "$TMP/err.txt" || fail "bad module message"
+$RUN "$DIR/good.vmfb" --function=fails 2> "$TMP/err.txt"
+[ $? -eq 1 ] || fail "fail: exit code"
+grep -q "fail with code 42" "$TMP/err.txt" || fail "fail message"
+$RUN --bogus 2> /dev/null
+[ $? -eq 2 ] || fail "usage: exit code"
+$RUN "$DIR/good.vmfb" --input="$TMP/a.bin" 2> /dev/null
+[ $? -eq 2 ] || fail "input count: exit code"
+set -e
+echo "runner_tests: all passed"

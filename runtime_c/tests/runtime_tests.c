@@ -1,0 +1,339 @@
+/* The runtime's C tests; run by `make test` under ASan + UBSan with the modules written by
+ * tests/make_test_modules.py:   runtime_tests DIR
+ * Exits non-zero when any check fails. */
+#define _POSIX_C_SOURCE 200112L /* posix_memalign */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../api/iree_py_runtime.h"
+
+static int g_failures = 0;
+static const char* g_dir = ".";
+
+#define CHECK(cond, ...)                                              \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                   \
+      fprintf(stderr, "\n");                                          \
+      ++g_failures;                                                   \
+    }                                                                 \
+  } while (0)
+
+typedef struct bytes_t {
+  unsigned char* data;
+  size_t length;
+} bytes_t;
+
+static bytes_t read_module(const char* name) {
+  char path[512];
+  snprintf(path, sizeof(path), "%s/%s", g_dir, name);
+  bytes_t bytes = {NULL, 0};
+  FILE* file = fopen(path, "rb");
+  if (file == NULL) {
+    fprintf(stderr, "cannot open %s\n", path);
+    exit(2);
+  }
+  fseek(file, 0, SEEK_END);
+  long size = ftell(file);
+  fseek(file, 0, SEEK_SET);
+  bytes.data = malloc((size_t)size + 1);
+  bytes.length = fread(bytes.data, 1, (size_t)size, file);
+  fclose(file);
+  return bytes;
+}
+
+/* An allocator that fails the Nth allocation (fail_at < 0: never) and counts live blocks. */
+typedef struct counting_allocator_t {
+  long calls;
+  long fail_at;
+  long live;
+} counting_allocator_t;
+
+static void* counting_alloc(void* ctx, size_t size, size_t alignment) {
+  counting_allocator_t* state = ctx;
+  if (state->fail_at >= 0 && state->calls++ == state->fail_at) return NULL;
+  if (alignment < sizeof(void*)) alignment = sizeof(void*);
+  void* ptr = NULL;
+  if (posix_memalign(&ptr, alignment, size ? size : 1) != 0) return NULL;
+  ++state->live;
+  return ptr;
+}
+
+static void counting_free(void* ctx, void* ptr) {
+  counting_allocator_t* state = ctx;
+  --state->live;
+  free(ptr);
+}
+
+static irp_runtime_t* make_runtime(void) {
+  irp_allocator_t allocator = irp_allocator_system();
+  irp_runtime_t* runtime = NULL;
+  if (irp_runtime_create(&allocator, &runtime) != IRP_OK) exit(2);
+  return runtime;
+}
+
+static irp_buffer_view_t f32_view(float* data, int64_t dim0, int64_t dim1) {
+  irp_buffer_view_t view;
+  memset(&view, 0, sizeof(view));
+  view.dtype = IRP_DTYPE_F32;
+  view.rank = dim1 > 0 ? 2 : 1;
+  view.shape[0] = dim0;
+  view.shape[1] = dim1 > 0 ? dim1 : 0;
+  view.data = data;
+  view.length = (size_t)(dim0 * (dim1 > 0 ? dim1 : 1)) * sizeof(float);
+  return view;
+}
+
+static int32_t find(irp_module_t* module, const char* name) {
+  int32_t function = -1;
+  CHECK(irp_module_find_function(module, name, &function) == IRP_OK, "function %s", name);
+  return function;
+}
+
+static void test_add_and_scale(void) {
+  irp_runtime_t* runtime = make_runtime();
+  bytes_t bytes = read_module("good.vmfb");
+  irp_module_t* module = NULL;
+  irp_status_t status = irp_module_load(runtime, bytes.data, bytes.length, &module);
+  CHECK(status == IRP_OK, "load good.vmfb: %s", irp_runtime_error_message(runtime));
+  if (status != IRP_OK) return;
+  CHECK(irp_module_arena_size(module) == 448, "arena %zu", irp_module_arena_size(module));
+  int32_t main_fn = find(module, "main");
+  CHECK(strcmp(irp_function_name(module, main_fn), "main") == 0, "name");
+  CHECK(irp_function_input_count(module, main_fn) == 2 && irp_function_output_count(module, main_fn) == 1, "counts");
+  irp_buffer_view_t sig;
+  const char* name = NULL;
+  CHECK(irp_function_input(module, main_fn, 1, &sig, &name) == IRP_OK && strcmp(name, "b") == 0 &&
+            sig.rank == 1 && sig.shape[0] == 100 && sig.length == 400 && sig.dtype == IRP_DTYPE_F32,
+        "input 1 signature");
+  float a[100], b[100];
+  for (int i = 0; i < 100; ++i) a[i] = (float)i, b[i] = 0.5f * (float)i;
+  irp_buffer_view_t inputs[2] = {f32_view(a, 100, 0), f32_view(b, 100, 0)}, outputs[2];
+  status = irp_call(module, main_fn, inputs, 2, outputs, 1);
+  CHECK(status == IRP_OK, "call main: %s", irp_runtime_error_message(runtime));
+  if (status == IRP_OK) {
+    const float* sum = outputs[0].data;
+    int wrong = 0;
+    for (int i = 0; i < 100; ++i) wrong += sum[i] != 1.5f * (float)i;
+    CHECK(wrong == 0 && outputs[0].length == 400 && outputs[0].shape[0] == 100, "%d wrong sums", wrong);
+  }
+  int32_t scaled = find(module, "scaled");
+  float x[4] = {1, -1, 0.5f, 10};
+  irp_buffer_view_t x_view = f32_view(x, 4, 0);
+  status = irp_call(module, scaled, &x_view, 1, outputs, 2);
+  CHECK(status == IRP_OK, "call scaled: %s", irp_runtime_error_message(runtime));
+  if (status == IRP_OK) {
+    const float expected[4] = {5.0f, 2.5f, 8.75f, 35.0f}; /* (x + [1,2,3,4]) * 2.5 */
+    CHECK(memcmp(outputs[0].data, expected, 16) == 0, "scaled y");
+    CHECK(memcmp(outputs[1].data, expected, 16) == 0, "scaled y_copy");
+    CHECK(outputs[1].rank == 2 && outputs[1].shape[0] == 2 && outputs[1].shape[1] == 2, "y_copy shape");
+  }
+  irp_module_release(module);
+  irp_runtime_release(runtime);
+  free(bytes.data);
+}
+
+static void expect_call_error(irp_module_t* module, irp_runtime_t* runtime, const char* function,
+                              irp_buffer_view_t* inputs, int32_t input_count, int32_t output_count,
+                              irp_status_t expected, const char* message) {
+  irp_buffer_view_t outputs[4];
+  int32_t index = find(module, function);
+  irp_status_t status = irp_call(module, index, inputs, input_count, outputs, output_count);
+  const char* got = irp_runtime_error_message(runtime);
+  CHECK(status == expected && strstr(got, message) != NULL, "%s: status %d, message '%s', expected %d '%s'",
+        function, status, got, expected, message);
+}
+
+static void test_call_errors(void) {
+  irp_runtime_t* runtime = make_runtime();
+  bytes_t bytes = read_module("good.vmfb");
+  irp_module_t* module = NULL;
+  if (irp_module_load(runtime, bytes.data, bytes.length, &module) != IRP_OK) {
+    CHECK(0, "load: %s", irp_runtime_error_message(runtime));
+    return;
+  }
+  float a[100] = {0}, b[100] = {0}, small[50] = {0}, x[4] = {-1, 0, 0, 0};
+  irp_buffer_view_t inputs[2] = {f32_view(a, 100, 0), f32_view(b, 100, 0)};
+  expect_call_error(module, runtime, "main", inputs, 1, 1, IRP_INVALID_ARGUMENT, "main: expected 2 inputs, got 1");
+  expect_call_error(module, runtime, "main", inputs, 2, 2, IRP_INVALID_ARGUMENT, "main: expected 1 outputs, got 2");
+  inputs[0] = f32_view(small, 50, 0);
+  expect_call_error(module, runtime, "main", inputs, 2, 1, IRP_INVALID_ARGUMENT,
+                    "main: input 0 'a' has shape [50] but the signature expects [100]");
+  inputs[0] = f32_view(a, 10, 10);
+  expect_call_error(module, runtime, "main", inputs, 2, 1, IRP_INVALID_ARGUMENT,
+                    "main: input 0 'a' has shape [10, 10] but the signature expects [100]");
+  inputs[0] = f32_view(a, 100, 0);
+  inputs[1].dtype = IRP_DTYPE_I32;
+  expect_call_error(module, runtime, "main", inputs, 2, 1, IRP_INVALID_ARGUMENT, "main: input 1 'b' has dtype");
+  inputs[1] = f32_view(b, 100, 0);
+  inputs[1].length = 399;
+  expect_call_error(module, runtime, "main", inputs, 2, 1, IRP_INVALID_ARGUMENT,
+                    "main: input 1 'b' is 399 bytes but the signature needs 400");
+  inputs[1] = f32_view(NULL, 100, 0);
+  expect_call_error(module, runtime, "main", inputs, 2, 1, IRP_INVALID_ARGUMENT, "main: input 1 'b' has no data");
+  irp_buffer_view_t x_view = f32_view(x, 4, 0);
+  expect_call_error(module, runtime, "fails", NULL, 0, 0, IRP_RUNTIME_FAILURE, "fails: fail with code 42");
+  expect_call_error(module, runtime, "kernel_fails", &x_view, 1, 0, IRP_RUNTIME_FAILURE,
+                    "kernel_fails: kernel 'fail_if_negative' failed with code 7");
+  expect_call_error(module, runtime, "short_binding", &x_view, 1, 0, IRP_RUNTIME_FAILURE,
+                    "binding 1 is 8 bytes but the entry point needs at least 16");
+  expect_call_error(module, runtime, "unset_ref", NULL, 0, 0, IRP_RUNTIME_FAILURE,
+                    "dispatch reads ref register 3, which holds no buffer");
+  expect_call_error(module, runtime, "copy_mismatch", &x_view, 1, 1, IRP_RUNTIME_FAILURE,
+                    "buffer_copy of 16 bytes into a 8-byte buffer");
+  expect_call_error(module, runtime, "copy_to_constant", &x_view, 1, 0, IRP_RUNTIME_FAILURE,
+                    "buffer_copy into read-only ref register 1");
+  int32_t missing = 0;
+  CHECK(irp_module_find_function(module, "nope", &missing) == IRP_NOT_FOUND &&
+            strstr(irp_runtime_error_message(runtime), "has no function 'nope'") != NULL,
+        "find missing: %s", irp_runtime_error_message(runtime));
+  /* A working call after errors: copy_input copies x into the arena. */
+  irp_buffer_view_t out;
+  x[0] = 3;
+  CHECK(irp_call(module, find(module, "copy_input"), &x_view, 1, &out, 1) == IRP_OK &&
+            memcmp(out.data, x, 16) == 0 && out.data != (void*)x,
+        "copy_input: %s", irp_runtime_error_message(runtime));
+  irp_module_release(module);
+  irp_runtime_release(runtime);
+  free(bytes.data);
+}
+
+static void test_bad_modules(void) {
+  char path[512];
+  snprintf(path, sizeof(path), "%s/bad_modules.txt", g_dir);
+  FILE* list = fopen(path, "r");
+  CHECK(list != NULL, "open %s", path);
+  if (list == NULL) return;
+  irp_runtime_t* runtime = make_runtime();
+  char line[1024];
+  int cases = 0;
+  while (fgets(line, sizeof(line), list) != NULL) {
+    char* name = strtok(line, "\t");
+    char* code = strtok(NULL, "\t");
+    char* message = strtok(NULL, "\n");
+    if (name == NULL || code == NULL || message == NULL) continue;
+    bytes_t bytes = read_module(name);
+    irp_module_t* module = NULL;
+    irp_status_t status = irp_module_load(runtime, bytes.data, bytes.length, &module);
+    const char* got = irp_runtime_error_message(runtime);
+    CHECK(status == (irp_status_t)atoi(code) && module == NULL && strstr(got, message) != NULL,
+          "%s: status %d message '%s'; expected %s '%s'", name, status, got, code, message);
+    irp_module_release(module);
+    free(bytes.data);
+    ++cases;
+  }
+  fclose(list);
+  CHECK(cases >= 30, "only %d bad modules listed", cases);
+  irp_runtime_release(runtime);
+}
+
+/* Every allocation failure during load must surface as IRP_OUT_OF_MEMORY and leak nothing. */
+static void test_out_of_memory(void) {
+  bytes_t bytes = read_module("good.vmfb");
+  int loaded = 0;
+  for (long fail_at = 0; fail_at < 200 && !loaded; ++fail_at) {
+    counting_allocator_t state = {0, fail_at, 0};
+    irp_allocator_t allocator = {&state, counting_alloc, counting_free};
+    irp_runtime_t* runtime = NULL;
+    irp_status_t status = irp_runtime_create(&allocator, &runtime);
+    if (status == IRP_OK) {
+      irp_module_t* module = NULL;
+      status = irp_module_load(runtime, bytes.data, bytes.length, &module);
+      loaded = status == IRP_OK;
+      irp_module_release(module);
+      irp_runtime_release(runtime);
+    }
+    CHECK(status == IRP_OK || status == IRP_OUT_OF_MEMORY, "fail_at %ld: status %d", fail_at, status);
+    CHECK(state.live == 0, "fail_at %ld: %ld blocks leaked", fail_at, state.live);
+  }
+  CHECK(loaded, "never loaded");
+  free(bytes.data);
+}
+
+/* Loads `data`; if it loads, calls `scaled` (when present and allow_call) and checks the call
+ * fails cleanly or succeeds. Returns 1 when it loaded. */
+static int load_and_maybe_call(irp_runtime_t* runtime, const unsigned char* data, size_t length, int allow_call) {
+  /* Copy into an exact-size heap block so ASan sees any read past the end. */
+  unsigned char* copy = malloc(length ? length : 1);
+  memcpy(copy, data, length);
+  irp_module_t* module = NULL;
+  irp_status_t status = irp_module_load(runtime, copy, length, &module);
+  if (status == IRP_OK && allow_call) {
+    int32_t function = 0;
+    if (irp_module_find_function(module, "scaled", &function) == IRP_OK &&
+        irp_function_input_count(module, function) == 1) {
+      irp_buffer_view_t input, outputs[8];
+      if (irp_function_input(module, function, 0, &input, NULL) == IRP_OK && input.length <= 4096) {
+        static unsigned char scratch[4096];
+        input.data = scratch;
+        int32_t outs = irp_function_output_count(module, function);
+        if (outs <= 8) (void)irp_call(module, function, &input, 1, outputs, outs);
+      }
+    }
+  }
+  irp_module_release(module);
+  free(copy);
+  return status == IRP_OK;
+}
+
+static void test_corruption(void) {
+  bytes_t bytes = read_module("small.vmfb");
+  char path[512];
+  snprintf(path, sizeof(path), "%s/small.code", g_dir);
+  FILE* file = fopen(path, "r");
+  size_t code_start = 0, code_length = 0;
+  CHECK(file != NULL && fscanf(file, "%zu %zu", &code_start, &code_length) == 2, "read small.code");
+  if (file != NULL) fclose(file);
+  irp_runtime_t* runtime = make_runtime();
+  CHECK(load_and_maybe_call(runtime, bytes.data, bytes.length, 1), "small.vmfb loads: %s",
+        irp_runtime_error_message(runtime));
+  int truncated_loaded = 0;
+  for (size_t length = 0; length < bytes.length; ++length) {
+    truncated_loaded += load_and_maybe_call(runtime, bytes.data, length, 1);
+  }
+  /* Only cutting trailing padding can leave a loadable module. */
+  CHECK(truncated_loaded < 16, "%d truncations loaded", truncated_loaded);
+  /* Flips: everything but the kernel machine code; the ELF's first 1 KB (headers, dynamic
+   * section, symbols, relocations) is included, but modules changed there are only loaded. */
+  static const int kModes[4] = {-1, 0x00, 0x7f, 0x80}; /* -1: XOR 0xFF */
+  size_t elf_header_end = code_start + 1024;
+  int loads = 0, tries = 0;
+  unsigned char* mutated = malloc(bytes.length);
+  for (size_t offset = 0; offset < bytes.length; ++offset) {
+    int in_code = offset >= code_start && offset < code_start + code_length;
+    if (in_code && offset >= elf_header_end) continue;
+    for (int mode = 0; mode < 4; ++mode) {
+      memcpy(mutated, bytes.data, bytes.length);
+      mutated[offset] = kModes[mode] < 0 ? (unsigned char)(mutated[offset] ^ 0xff) : (unsigned char)kModes[mode];
+      if (mutated[offset] == bytes.data[offset]) continue;
+      if (getenv("IRP_TEST_VERBOSE") != NULL) fprintf(stderr, "flip offset %zu mode %d\n", offset, mode);
+      loads += load_and_maybe_call(runtime, mutated, bytes.length, !in_code);
+      ++tries;
+    }
+  }
+  free(mutated);
+  printf("corruption: %zu truncations (%d loaded), %d flips (%d still loaded)\n", bytes.length, truncated_loaded, tries, loads);
+  irp_runtime_release(runtime);
+  free(bytes.data);
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: runtime_tests DIR_OF_TEST_MODULES\n");
+    return 2;
+  }
+  g_dir = argv[1];
+  test_add_and_scale();
+  test_call_errors();
+  test_bad_modules();
+  test_out_of_memory();
+  test_corruption();
+  if (g_failures != 0) {
+    fprintf(stderr, "%d check(s) failed\n", g_failures);
+    return 1;
+  }
+  printf("runtime_tests: all passed\n");
+  return 0;
+}

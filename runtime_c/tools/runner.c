@@ -1,0 +1,281 @@
+/* irp-run: load a module, feed it inputs from raw files, run a function, write its outputs.
+ *
+ *   irp-run MODULE.vmfb [--function=NAME] [--input=FILE.bin]... [--output=FILE.bin]...
+ *           [--repeat=N] [--print]
+ *   irp-run --info MODULE.vmfb
+ *
+ * Inputs are raw little-endian bytes; their dtype and shape come from the signature. Errors go
+ * to stderr: exit 1 for runtime errors, 2 for usage errors. */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../api/iree_py_runtime.h"
+
+#define MAX_FILES 255
+
+typedef struct options_t {
+  const char* module_path;
+  const char* function;
+  const char* inputs[MAX_FILES];
+  int input_count;
+  const char* outputs[MAX_FILES];
+  int output_count;
+  long repeat;
+  int print;
+  int info;
+} options_t;
+
+static const char* const kDtypeNames[] = {"f32", "f64", "f16", "i8", "u8", "i16", "i32", "i64", "bool"};
+
+static int usage(const char* problem) {
+  fprintf(stderr, "irp-run: %s\n", problem);
+  fprintf(stderr,
+          "usage: irp-run MODULE.vmfb [--function=NAME] [--input=FILE.bin]... [--output=FILE.bin]...\n"
+          "               [--repeat=N] [--print]\n"
+          "       irp-run --info MODULE.vmfb\n");
+  return 2;
+}
+
+static int parse_options(int argc, char** argv, options_t* options) {
+  memset(options, 0, sizeof(*options));
+  options->function = "main";
+  for (int i = 1; i < argc; ++i) {
+    const char* arg = argv[i];
+    if (strncmp(arg, "--function=", 11) == 0) {
+      options->function = arg + 11;
+    } else if (strncmp(arg, "--input=", 8) == 0) {
+      if (options->input_count == MAX_FILES) return usage("too many --input");
+      options->inputs[options->input_count++] = arg + 8;
+    } else if (strncmp(arg, "--output=", 9) == 0) {
+      if (options->output_count == MAX_FILES) return usage("too many --output");
+      options->outputs[options->output_count++] = arg + 9;
+    } else if (strncmp(arg, "--repeat=", 9) == 0) {
+      char* end = NULL;
+      options->repeat = strtol(arg + 9, &end, 10);
+      if (*end != '\0' || options->repeat < 1 || options->repeat > 1000000) return usage("--repeat takes 1..1000000");
+    } else if (strcmp(arg, "--print") == 0) {
+      options->print = 1;
+    } else if (strcmp(arg, "--info") == 0) {
+      options->info = 1;
+    } else if (strncmp(arg, "--", 2) == 0) {
+      fprintf(stderr, "irp-run: unknown option %s\n", arg);
+      return 2;
+    } else if (options->module_path == NULL) {
+      options->module_path = arg;
+    } else {
+      return usage("more than one module given");
+    }
+  }
+  if (options->module_path == NULL) return usage("no module given");
+  return 0;
+}
+
+/* Reads a whole file; returns NULL (and prints why) on failure. */
+static void* read_file(const char* path, size_t* out_length) {
+  FILE* file = fopen(path, "rb");
+  if (file == NULL) {
+    fprintf(stderr, "irp-run: cannot open %s\n", path);
+    return NULL;
+  }
+  size_t capacity = 1 << 16, length = 0;
+  unsigned char* data = malloc(capacity);
+  while (data != NULL) {
+    length += fread(data + length, 1, capacity - length, file);
+    if (length < capacity) break;
+    unsigned char* grown = realloc(data, capacity * 2);
+    if (grown == NULL) {
+      free(data);
+      data = NULL;
+      break;
+    }
+    data = grown;
+    capacity *= 2;
+  }
+  int failed = ferror(file);
+  fclose(file);
+  if (data == NULL || failed) {
+    fprintf(stderr, "irp-run: cannot read %s\n", path);
+    free(data);
+    return NULL;
+  }
+  *out_length = length;
+  return data;
+}
+
+static void print_view(const char* kind, int index, const char* name, const irp_buffer_view_t* view) {
+  printf("%s %d '%s': %s[", kind, index, name, (unsigned)view->dtype < 9 ? kDtypeNames[view->dtype] : "?");
+  for (int i = 0; i < view->rank; ++i) printf("%s%lld", i ? ", " : "", (long long)view->shape[i]);
+  printf("] (%zu bytes)", view->length);
+}
+
+static void print_values(const irp_buffer_view_t* view) {
+  printf(" =");
+  size_t shown = 0;
+  for (size_t at = 0; view->data != NULL && shown < 8; ++shown) {
+    const unsigned char* p = (const unsigned char*)view->data;
+    if (view->dtype == IRP_DTYPE_F32 && at + 4 <= view->length) {
+      float v;
+      memcpy(&v, p + at, 4);
+      printf(" %g", v);
+      at += 4;
+    } else if (view->dtype == IRP_DTYPE_I64 && at + 8 <= view->length) {
+      long long v;
+      memcpy(&v, p + at, 8);
+      printf(" %lld", v);
+      at += 8;
+    } else if (view->dtype == IRP_DTYPE_I32 && at + 4 <= view->length) {
+      int v;
+      memcpy(&v, p + at, 4);
+      printf(" %d", v);
+      at += 4;
+    } else if (at < view->length) {
+      printf(" 0x%02x", p[at]);
+      at += 1;
+    } else {
+      break;
+    }
+  }
+  printf("\n");
+}
+
+static void print_signature(irp_module_t* module, int function) {
+  printf("function %s\n", irp_function_name(module, function));
+  for (int i = 0; i < irp_function_input_count(module, function); ++i) {
+    irp_buffer_view_t view;
+    const char* name = "";
+    irp_function_input(module, function, i, &view, &name);
+    print_view("  input", i, name, &view);
+    printf("\n");
+  }
+  for (int i = 0; i < irp_function_output_count(module, function); ++i) {
+    irp_buffer_view_t view;
+    const char* name = "";
+    irp_function_output(module, function, i, &view, &name);
+    print_view("  output", i, name, &view);
+    printf("\n");
+  }
+}
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int compare_doubles(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+static int write_file(const char* path, const void* data, size_t length) {
+  FILE* file = fopen(path, "wb");
+  if (file == NULL || fwrite(data, 1, length, file) != length) {
+    fprintf(stderr, "irp-run: cannot write %s\n", path);
+    if (file != NULL) fclose(file);
+    return 1;
+  }
+  return fclose(file) != 0;
+}
+
+/* Loads the inputs, runs, reports; returns the exit code. */
+static int run(irp_runtime_t* runtime, irp_module_t* module, const options_t* options) {
+  int32_t function;
+  if (irp_module_find_function(module, options->function, &function) != IRP_OK) {
+    fprintf(stderr, "irp-run: %s\n", irp_runtime_error_message(runtime));
+    return 1;
+  }
+  if (options->info) {
+    print_signature(module, function);
+    return 0;
+  }
+  int input_count = irp_function_input_count(module, function);
+  int output_count = irp_function_output_count(module, function);
+  if (options->input_count != input_count) {
+    fprintf(stderr, "irp-run: %s takes %d inputs, %d --input given\n", options->function, input_count,
+            options->input_count);
+    return 2;
+  }
+  if (options->output_count > output_count) {
+    fprintf(stderr, "irp-run: %s has %d outputs, %d --output given\n", options->function, output_count,
+            options->output_count);
+    return 2;
+  }
+  static irp_buffer_view_t inputs[MAX_FILES], outputs[MAX_FILES];
+  static void* input_data[MAX_FILES];
+  int code = 0;
+  for (int i = 0; i < input_count && code == 0; ++i) {
+    const char* name = "";
+    irp_function_input(module, function, i, &inputs[i], &name);
+    size_t length = 0;
+    input_data[i] = read_file(options->inputs[i], &length);
+    if (input_data[i] == NULL) {
+      code = 1;
+    } else if (length != inputs[i].length) {
+      fprintf(stderr, "irp-run: input %d '%s' needs %zu bytes but %s has %zu\n", i, name, inputs[i].length,
+              options->inputs[i], length);
+      code = 1;
+    }
+    inputs[i].data = input_data[i];
+  }
+  long repeat = options->repeat > 0 ? options->repeat : 1;
+  double* times = code == 0 ? malloc(sizeof(double) * (size_t)repeat) : NULL;
+  if (code == 0 && times == NULL) code = 1;
+  for (long r = 0; r < repeat && code == 0; ++r) {
+    double start = now_us();
+    if (irp_call(module, function, inputs, input_count, outputs, output_count) != IRP_OK) {
+      fprintf(stderr, "irp-run: %s\n", irp_runtime_error_message(runtime));
+      code = 1;
+    }
+    times[r] = now_us() - start;
+  }
+  if (code == 0 && options->repeat > 0) {
+    qsort(times, (size_t)repeat, sizeof(double), compare_doubles);
+    printf("%s: %ld calls, median %.1f us, min %.1f us\n", options->function, repeat, times[repeat / 2], times[0]);
+  }
+  for (int i = 0; i < options->output_count && code == 0; ++i) {
+    code = write_file(options->outputs[i], outputs[i].data, outputs[i].length);
+  }
+  if (code == 0 && options->print) {
+    print_signature(module, function);
+    for (int i = 0; i < output_count; ++i) {
+      const char* name = "";
+      irp_buffer_view_t sig;
+      irp_function_output(module, function, i, &sig, &name);
+      print_view("output", i, name, &outputs[i]);
+      print_values(&outputs[i]);
+    }
+  }
+  free(times);
+  for (int i = 0; i < input_count; ++i) free(input_data[i]);
+  return code;
+}
+
+int main(int argc, char** argv) {
+  options_t options;
+  int code = parse_options(argc, argv, &options);
+  if (code != 0) return code;
+  size_t length = 0;
+  void* data = read_file(options.module_path, &length);
+  if (data == NULL) return 1;
+  irp_allocator_t allocator = irp_allocator_system();
+  irp_runtime_t* runtime = NULL;
+  irp_module_t* module = NULL;
+  if (irp_runtime_create(&allocator, &runtime) != IRP_OK) {
+    fprintf(stderr, "irp-run: cannot create the runtime\n");
+    free(data);
+    return 1;
+  }
+  if (irp_module_load(runtime, data, length, &module) != IRP_OK) {
+    fprintf(stderr, "irp-run: %s: %s\n", options.module_path, irp_runtime_error_message(runtime));
+    code = 1;
+  } else {
+    code = run(runtime, module, &options);
+  }
+  irp_module_release(module);
+  irp_runtime_release(runtime);
+  free(data);
+  return code;
+}

@@ -1,0 +1,34 @@
+/* The bytecode interpreter. It runs only verified functions (vm/verifier.h), so it decodes
+ * without bounds checks; what it still checks are run-time facts: unset refs, buffer_copy
+ * lengths, binding lengths against the entry points' minimums, and kernel results.
+ * It never allocates: the registers and the arena come in through irp_vm_state_t. */
+#ifndef IRP_VM_INTERP_H_
+#define IRP_VM_INTERP_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "module.h"
+
+/* A ref register: a view of bytes, or unset (data == NULL). */
+typedef struct irp_vm_ref_t {
+  uint8_t* data;
+  size_t length;
+  bool read_only;
+} irp_vm_ref_t;
+
+/* Storage for one call, sized at module load: module->max_*_registers registers, and
+ * module->arena_size bytes of arena. */
+typedef struct irp_vm_state_t {
+  int64_t* i64_registers;
+  irp_vm_ref_t* ref_registers;
+  uint8_t* arena;
+} irp_vm_state_t;
+
+/* Runs module->functions[function] with its inputs (input_count == the function's input count,
+ * already checked by the caller) and writes the returned refs to out_results (output_count). */
+irp_status_t irp_vm_invoke(const irp_vm_module_t* module, const irp_vm_state_t* state, int32_t function,
+                           const irp_vm_ref_t* inputs, irp_vm_ref_t* out_results, irp_diag_t* diag);
+
+#endif /* IRP_VM_INTERP_H_ */

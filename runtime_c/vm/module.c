@@ -1,0 +1,308 @@
+#include "module.h"
+
+#include <string.h>
+
+#include "../base/allocator.h"
+#include "flatbuf.h"
+#include "isa_generated.h"
+#include "verifier.h"
+
+/* Field ids, in flatbuffers/module.fbs order. */
+enum { MODULE_FORMAT_VERSION, MODULE_NAME, MODULE_FUNCTIONS, MODULE_CONSTANTS, MODULE_EXECUTABLES,
+       MODULE_MEMORY_PLAN };
+enum { FUNCTION_NAME, FUNCTION_EXPORTED, FUNCTION_INPUTS, FUNCTION_OUTPUTS, FUNCTION_I64_COUNT,
+       FUNCTION_REF_COUNT, FUNCTION_BYTECODE };
+enum { SIG_NAME, SIG_DTYPE, SIG_SHAPE };
+enum { CONSTANT_NAME, CONSTANT_DATA };
+enum { ENTRY_NAME, ENTRY_BINDING_COUNT, ENTRY_PUSH_CONSTANT_COUNT, ENTRY_MIN_LENGTHS };
+enum { EXECUTABLE_ARCH, EXECUTABLE_FORMAT, EXECUTABLE_ENTRY_POINTS, EXECUTABLE_CODE };
+enum { PLAN_ARENA_SIZE };
+
+#define IRP_EXECUTABLE_FORMAT_ELF 0
+
+size_t irp_dtype_size(uint32_t dtype) {
+  switch (dtype) {
+    case IRP_DTYPE_F32: return 4;
+    case IRP_DTYPE_F64: return 8;
+    case IRP_DTYPE_F16: return 2;
+    case IRP_DTYPE_I8: return 1;
+    case IRP_DTYPE_U8: return 1;
+    case IRP_DTYPE_I16: return 2;
+    case IRP_DTYPE_I32: return 4;
+    case IRP_DTYPE_I64: return 8;
+    case IRP_DTYPE_BOOL: return 1;
+    default: return 0;
+  }
+}
+
+static irp_status_t irp_load_tensor_sig(const irp_fb_t* fb, const irp_fb_table_t* table,
+                                        const char* function, const char* kind, int32_t index,
+                                        irp_vm_tensor_sig_t* out_sig) {
+  uint32_t name_length;
+  uint8_t dtype;
+  irp_fb_vector_t shape;
+  IRP_RETURN_IF_ERROR(irp_fb_string(fb, table, SIG_NAME, &out_sig->name, &name_length));
+  IRP_RETURN_IF_ERROR(irp_fb_u8(fb, table, SIG_DTYPE, 0, &dtype));
+  IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, SIG_SHAPE, 8, &shape));
+  size_t element_size = irp_dtype_size(dtype);
+  if (element_size == 0) {
+    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %s %d '%s' has unknown dtype %u", function,
+                    kind, index, out_sig->name, dtype);
+  }
+  if (shape.count > IRP_MAX_RANK) {
+    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %s %d '%s' has rank %u, more than the maximum %d",
+                    function, kind, index, out_sig->name, shape.count, IRP_MAX_RANK);
+  }
+  out_sig->dtype = (irp_dtype_t)dtype;
+  out_sig->rank = (int32_t)shape.count;
+  size_t bytes = element_size;
+  for (uint32_t i = 0; i < shape.count; ++i) {
+    int64_t dim = (int64_t)irp_load_u64(fb->data + shape.pos + 8 * (size_t)i);
+    if (dim < 0) {
+      return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %s %d '%s' has negative dim %lld at axis %u",
+                      function, kind, index, out_sig->name, (long long)dim, i);
+    }
+    if (dim != 0 && bytes > SIZE_MAX / (uint64_t)dim) {
+      return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %s %d '%s' byte size overflows", function, kind,
+                      index, out_sig->name);
+    }
+    bytes *= (size_t)dim;
+    out_sig->shape[i] = dim;
+  }
+  out_sig->byte_length = bytes;
+  return IRP_OK;
+}
+
+static irp_status_t irp_load_sig_list(const irp_allocator_t* allocator, const irp_fb_t* fb,
+                                      const irp_fb_table_t* table, uint16_t field, const char* function,
+                                      const char* kind, int32_t* out_count,
+                                      irp_vm_tensor_sig_t** out_sigs) {
+  irp_fb_vector_t vector;
+  IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, field, 4, &vector));
+  if (vector.count > 255) {
+    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %u %ss, more than the 255 the VM can pass",
+                    function, vector.count, kind);
+  }
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, vector.count, sizeof(irp_vm_tensor_sig_t), 8,
+                                          fb->diag, (void**)out_sigs));
+  *out_count = (int32_t)vector.count;
+  for (uint32_t i = 0; i < vector.count; ++i) {
+    irp_fb_table_t sig;
+    IRP_RETURN_IF_ERROR(irp_fb_vector_table(fb, &vector, i, &sig));
+    IRP_RETURN_IF_ERROR(irp_load_tensor_sig(fb, &sig, function, kind, (int32_t)i, &(*out_sigs)[i]));
+  }
+  return IRP_OK;
+}
+
+static irp_status_t irp_load_function(const irp_allocator_t* allocator, const irp_fb_t* fb,
+                                      const irp_fb_table_t* table, irp_vm_function_t* out_function) {
+  uint32_t name_length;
+  uint8_t exported;
+  irp_fb_vector_t bytecode;
+  IRP_RETURN_IF_ERROR(irp_fb_string(fb, table, FUNCTION_NAME, &out_function->name, &name_length));
+  IRP_RETURN_IF_ERROR(irp_fb_u8(fb, table, FUNCTION_EXPORTED, 0, &exported));
+  out_function->exported = exported != 0;
+  IRP_RETURN_IF_ERROR(irp_load_sig_list(allocator, fb, table, FUNCTION_INPUTS, out_function->name, "input",
+                                        &out_function->input_count, &out_function->inputs));
+  IRP_RETURN_IF_ERROR(irp_load_sig_list(allocator, fb, table, FUNCTION_OUTPUTS, out_function->name,
+                                        "output", &out_function->output_count, &out_function->outputs));
+  IRP_RETURN_IF_ERROR(irp_fb_u16(fb, table, FUNCTION_I64_COUNT, 0, &out_function->i64_register_count));
+  IRP_RETURN_IF_ERROR(irp_fb_u16(fb, table, FUNCTION_REF_COUNT, 0, &out_function->ref_register_count));
+  IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, FUNCTION_BYTECODE, 1, &bytecode));
+  out_function->bytecode = fb->data + bytecode.pos;
+  out_function->bytecode_length = bytecode.count;
+  if (out_function->input_count > out_function->ref_register_count) {
+    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE,
+                    "%s: %d inputs do not fit its %u ref registers", out_function->name,
+                    out_function->input_count, out_function->ref_register_count);
+  }
+  return IRP_OK;
+}
+
+static irp_status_t irp_load_functions(const irp_allocator_t* allocator, const irp_fb_t* fb,
+                                       const irp_fb_table_t* root, irp_vm_module_t* module) {
+  irp_fb_vector_t vector;
+  IRP_RETURN_IF_ERROR(irp_fb_vector(fb, root, MODULE_FUNCTIONS, 4, &vector));
+  if (vector.count > INT32_MAX / 2) {
+    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "module has too many functions (%u)", vector.count);
+  }
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, vector.count, sizeof(irp_vm_function_t), 8,
+                                          fb->diag, (void**)&module->functions));
+  module->function_count = (int32_t)vector.count;
+  for (uint32_t i = 0; i < vector.count; ++i) {
+    irp_fb_table_t table;
+    IRP_RETURN_IF_ERROR(irp_fb_vector_table(fb, &vector, i, &table));
+    irp_vm_function_t* function = &module->functions[i];
+    IRP_RETURN_IF_ERROR(irp_load_function(allocator, fb, &table, function));
+    if (function->i64_register_count > module->max_i64_registers) {
+      module->max_i64_registers = function->i64_register_count;
+    }
+    if (function->ref_register_count > module->max_ref_registers) {
+      module->max_ref_registers = function->ref_register_count;
+    }
+  }
+  return IRP_OK;
+}
+
+static irp_status_t irp_load_constants(const irp_allocator_t* allocator, const irp_fb_t* fb,
+                                       const irp_fb_table_t* root, irp_vm_module_t* module) {
+  irp_fb_vector_t vector;
+  IRP_RETURN_IF_ERROR(irp_fb_vector(fb, root, MODULE_CONSTANTS, 4, &vector));
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, vector.count, sizeof(irp_vm_constant_t), 8,
+                                          fb->diag, (void**)&module->constants));
+  module->constant_count = vector.count;
+  for (uint32_t i = 0; i < vector.count; ++i) {
+    irp_fb_table_t table;
+    irp_fb_vector_t data;
+    IRP_RETURN_IF_ERROR(irp_fb_vector_table(fb, &vector, i, &table));
+    IRP_RETURN_IF_ERROR(irp_fb_vector(fb, &table, CONSTANT_DATA, 1, &data));
+    module->constants[i].data = fb->data + data.pos;
+    module->constants[i].length = data.count;
+  }
+  return IRP_OK;
+}
+
+static irp_status_t irp_load_entry_point(const irp_allocator_t* allocator, const irp_fb_t* fb,
+                                         const irp_fb_table_t* table, irp_vm_entry_point_t* out_entry) {
+  uint32_t name_length;
+  irp_fb_vector_t lengths;
+  IRP_RETURN_IF_ERROR(irp_fb_string(fb, table, ENTRY_NAME, &out_entry->name, &name_length));
+  IRP_RETURN_IF_ERROR(irp_fb_u16(fb, table, ENTRY_BINDING_COUNT, 0, &out_entry->binding_count));
+  IRP_RETURN_IF_ERROR(irp_fb_u16(fb, table, ENTRY_PUSH_CONSTANT_COUNT, 0, &out_entry->push_constant_count));
+  IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, ENTRY_MIN_LENGTHS, 8, &lengths));
+  if (out_entry->binding_count > IRP_MAX_BINDINGS ||
+      out_entry->push_constant_count > IRP_MAX_PUSH_CONSTANTS) {
+    return IRP_FAIL(fb->diag, IRP_UNSUPPORTED,
+                    "entry point '%s' has %u bindings and %u push constants; this runtime allows %d and %d",
+                    out_entry->name, out_entry->binding_count, out_entry->push_constant_count,
+                    IRP_MAX_BINDINGS, IRP_MAX_PUSH_CONSTANTS);
+  }
+  if (lengths.count != out_entry->binding_count) {
+    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE,
+                    "entry point '%s' has %u binding_min_lengths for %u bindings", out_entry->name,
+                    lengths.count, out_entry->binding_count);
+  }
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, lengths.count, sizeof(uint64_t), 8, fb->diag,
+                                          (void**)&out_entry->binding_min_lengths));
+  for (uint32_t i = 0; i < lengths.count; ++i) {
+    out_entry->binding_min_lengths[i] = irp_load_u64(fb->data + lengths.pos + 8 * (size_t)i);
+  }
+  return IRP_OK;
+}
+
+static irp_status_t irp_load_executable(const irp_allocator_t* allocator, const irp_fb_t* fb,
+                                        const irp_fb_table_t* table, irp_vm_executable_t* out_executable) {
+  uint8_t format;
+  irp_fb_vector_t entries, code;
+  IRP_RETURN_IF_ERROR(irp_fb_u8(fb, table, EXECUTABLE_FORMAT, 0, &format));
+  if (format != IRP_EXECUTABLE_FORMAT_ELF) {
+    return IRP_FAIL(fb->diag, IRP_UNSUPPORTED, "executable for %s has format %u; this runtime loads only elf (0)",
+                    out_executable->arch, format);
+  }
+  IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, EXECUTABLE_ENTRY_POINTS, 4, &entries));
+  IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, EXECUTABLE_CODE, 1, &code));
+  out_executable->code = fb->data + code.pos;
+  out_executable->code_length = code.count;
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, entries.count, sizeof(irp_vm_entry_point_t), 8,
+                                          fb->diag, (void**)&out_executable->entry_points));
+  out_executable->entry_point_count = entries.count;
+  for (uint32_t i = 0; i < entries.count; ++i) {
+    irp_fb_table_t entry;
+    IRP_RETURN_IF_ERROR(irp_fb_vector_table(fb, &entries, i, &entry));
+    IRP_RETURN_IF_ERROR(irp_load_entry_point(allocator, fb, &entry, &out_executable->entry_points[i]));
+  }
+  return IRP_OK;
+}
+
+/* Appends ", arch" to a list of architectures for the error message (truncating quietly). */
+static void irp_append_arch(char* list, size_t capacity, const char* arch) {
+  size_t used = strlen(list);
+  size_t i = 0;
+  if (used > 0 && used + 2 < capacity) {
+    list[used++] = ',';
+    list[used++] = ' ';
+  }
+  while (arch[i] != '\0' && used + 1 < capacity) list[used++] = arch[i++];
+  list[used] = '\0';
+}
+
+static irp_status_t irp_load_executables(const irp_allocator_t* allocator, const irp_fb_t* fb,
+                                         const irp_fb_table_t* root, irp_vm_module_t* module) {
+  irp_fb_vector_t vector;
+  IRP_RETURN_IF_ERROR(irp_fb_vector(fb, root, MODULE_EXECUTABLES, 4, &vector));
+  if (vector.count == 0) return IRP_OK;
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, vector.count, sizeof(irp_vm_executable_t), 8,
+                                          fb->diag, (void**)&module->executables));
+  char archs[96] = "";
+  for (uint32_t i = 0; i < vector.count; ++i) {
+    irp_fb_table_t table;
+    const char* arch;
+    uint32_t arch_length;
+    IRP_RETURN_IF_ERROR(irp_fb_vector_table(fb, &vector, i, &table));
+    IRP_RETURN_IF_ERROR(irp_fb_string(fb, &table, EXECUTABLE_ARCH, &arch, &arch_length));
+    irp_append_arch(archs, sizeof(archs), arch);
+    if (strcmp(arch, IRP_ARCH_NAME) != 0) continue;
+    irp_vm_executable_t* executable = &module->executables[module->executable_count++];
+    executable->arch = arch;
+    IRP_RETURN_IF_ERROR(irp_load_executable(allocator, fb, &table, executable));
+  }
+  if (module->executable_count == 0) {
+    return IRP_FAIL(fb->diag, IRP_UNSUPPORTED,
+                    "module '%s' has executables for [%s] but this runtime runs %s", module->name,
+                    archs, IRP_ARCH_NAME);
+  }
+  return IRP_OK;
+}
+
+static irp_status_t irp_load_module_tables(const irp_allocator_t* allocator, const irp_fb_t* fb,
+                                           irp_vm_module_t* module) {
+  irp_fb_table_t root, plan;
+  uint32_t version, name_length;
+  bool has_plan;
+  IRP_RETURN_IF_ERROR(irp_fb_root(fb, "IRPY", &root));
+  IRP_RETURN_IF_ERROR(irp_fb_u32(fb, &root, MODULE_FORMAT_VERSION, 0, &version));
+  if (version != IRP_VM_FORMAT_VERSION) {
+    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE,
+                    "module format version is %u but this runtime reads version %u", version,
+                    IRP_VM_FORMAT_VERSION);
+  }
+  IRP_RETURN_IF_ERROR(irp_fb_string(fb, &root, MODULE_NAME, &module->name, &name_length));
+  IRP_RETURN_IF_ERROR(irp_fb_table(fb, &root, MODULE_MEMORY_PLAN, &plan, &has_plan));
+  if (has_plan) IRP_RETURN_IF_ERROR(irp_fb_u64(fb, &plan, PLAN_ARENA_SIZE, 0, &module->arena_size));
+  IRP_RETURN_IF_ERROR(irp_load_functions(allocator, fb, &root, module));
+  IRP_RETURN_IF_ERROR(irp_load_constants(allocator, fb, &root, module));
+  IRP_RETURN_IF_ERROR(irp_load_executables(allocator, fb, &root, module));
+  for (int32_t i = 0; i < module->function_count; ++i) {
+    IRP_RETURN_IF_ERROR(irp_vm_verify_function(allocator, module, &module->functions[i], fb->diag));
+  }
+  return IRP_OK;
+}
+
+irp_status_t irp_vm_module_load(const irp_allocator_t* allocator, const uint8_t* data, size_t length,
+                                irp_diag_t* diag, irp_vm_module_t* out_module) {
+  memset(out_module, 0, sizeof(*out_module));
+  out_module->name = "";
+  if (data == NULL) return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "module data is NULL");
+  irp_fb_t fb = {data, length, diag};
+  irp_status_t status = irp_load_module_tables(allocator, &fb, out_module);
+  if (status != IRP_OK) irp_vm_module_free(allocator, out_module);
+  return status;
+}
+
+void irp_vm_module_free(const irp_allocator_t* allocator, irp_vm_module_t* module) {
+  for (int32_t i = 0; module->functions != NULL && i < module->function_count; ++i) {
+    irp_free(allocator, module->functions[i].inputs);
+    irp_free(allocator, module->functions[i].outputs);
+  }
+  for (uint32_t i = 0; module->executables != NULL && i < module->executable_count; ++i) {
+    irp_vm_executable_t* executable = &module->executables[i];
+    for (uint32_t j = 0; executable->entry_points != NULL && j < executable->entry_point_count; ++j) {
+      irp_free(allocator, executable->entry_points[j].binding_min_lengths);
+    }
+    irp_free(allocator, executable->entry_points);
+  }
+  irp_free(allocator, module->functions);
+  irp_free(allocator, module->constants);
+  irp_free(allocator, module->executables);
+  memset(module, 0, sizeof(*module));
+}

@@ -1,0 +1,85 @@
+/* The module loader and verifier: reads a .vmfb (flatbuffers/module.fbs) once, checks all of it,
+ * and fills plain C structs that the interpreter then trusts.
+ *
+ * Ownership: strings, bytecode, constants and kernel code point into the caller's module bytes,
+ * which must outlive the module. Arrays (functions, signatures, entry points) are allocated from
+ * the allocator given to irp_vm_module_load and freed by irp_vm_module_free. */
+#ifndef IRP_VM_MODULE_H_
+#define IRP_VM_MODULE_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../base/status.h"
+#include "../hal/kernel_abi.h"
+
+typedef struct irp_vm_tensor_sig_t {
+  const char* name;
+  irp_dtype_t dtype;
+  int32_t rank;
+  int64_t shape[IRP_MAX_RANK];
+  size_t byte_length; /* product of dims x element size (checked for overflow) */
+} irp_vm_tensor_sig_t;
+
+typedef struct irp_vm_function_t {
+  const char* name;
+  bool exported;
+  int32_t input_count;
+  int32_t output_count;
+  irp_vm_tensor_sig_t* inputs;
+  irp_vm_tensor_sig_t* outputs;
+  uint16_t i64_register_count;
+  uint16_t ref_register_count;
+  const uint8_t* bytecode;
+  size_t bytecode_length;
+} irp_vm_function_t;
+
+typedef struct irp_vm_constant_t {
+  const uint8_t* data;
+  size_t length;
+} irp_vm_constant_t;
+
+typedef struct irp_vm_entry_point_t {
+  const char* name;
+  uint16_t binding_count;
+  uint16_t push_constant_count;
+  uint64_t* binding_min_lengths; /* binding_count values */
+} irp_vm_entry_point_t;
+
+/* An executable for this build's architecture. `kernels` is filled when its code is loaded
+ * (runtime_c/hal/cpu_executable.c): one function per entry point, same order. */
+typedef struct irp_vm_executable_t {
+  const char* arch;
+  uint32_t entry_point_count;
+  irp_vm_entry_point_t* entry_points;
+  const uint8_t* code;
+  size_t code_length;
+  irp_kernel_fn_t* kernels;
+  void* image; /* the loaded kernel library (hal), owned by whoever loads it */
+} irp_vm_executable_t;
+
+typedef struct irp_vm_module_t {
+  const char* name;
+  int32_t function_count;
+  irp_vm_function_t* functions;
+  uint32_t constant_count;
+  irp_vm_constant_t* constants;
+  /* Only the executables whose arch is this build's, in module order: the `executable` operand of
+   * `dispatch` indexes this list (in a single-architecture module that is the module's list). */
+  uint32_t executable_count;
+  irp_vm_executable_t* executables;
+  uint64_t arena_size;
+  uint16_t max_i64_registers; /* over all functions */
+  uint16_t max_ref_registers;
+} irp_vm_module_t;
+
+/* Loads and verifies; on failure frees what it built and leaves *out_module zeroed. */
+irp_status_t irp_vm_module_load(const irp_allocator_t* allocator, const uint8_t* data, size_t length,
+                                irp_diag_t* diag, irp_vm_module_t* out_module);
+void irp_vm_module_free(const irp_allocator_t* allocator, irp_vm_module_t* module);
+
+/* Size in bytes of one element of dtype (0 for an unknown dtype). */
+size_t irp_dtype_size(uint32_t dtype);
+
+#endif /* IRP_VM_MODULE_H_ */

@@ -1,0 +1,211 @@
+#include "verifier.h"
+
+#include <string.h>
+
+#include "../base/allocator.h"
+#include "flatbuf.h"
+#include "isa_generated.h"
+
+static const irp_op_info_t irp_op_info[256] = {IRP_VM_OP_INFO_TABLE};
+
+/* One decoded instruction; list operands keep their position and count. */
+typedef struct irp_insn_t {
+  uint8_t opcode;
+  size_t pc;
+  size_t next;
+  uint64_t value[IRP_VM_MAX_OPERANDS];
+  size_t list_pos[IRP_VM_MAX_OPERANDS];
+} irp_insn_t;
+
+typedef struct irp_verify_ctx_t {
+  const irp_vm_module_t* module;
+  const irp_vm_function_t* function;
+  irp_diag_t* diag;
+} irp_verify_ctx_t;
+
+static irp_status_t irp_fail_at(const irp_verify_ctx_t* ctx, size_t pc, const char* detail) {
+  (void)detail;
+  return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE, "%s: bytecode at %zu: %s", ctx->function->name, pc,
+                  detail);
+}
+
+static irp_status_t irp_check_register(const irp_verify_ctx_t* ctx, const irp_insn_t* insn,
+                                       unsigned kind, uint64_t index) {
+  uint16_t count = kind == IRP_OPERAND_RI || kind == IRP_OPERAND_LIST_RI
+                       ? ctx->function->i64_register_count
+                       : ctx->function->ref_register_count;
+  if (index < count) return IRP_OK;
+  return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
+                  "%s: bytecode at %zu: %s uses %s register %llu but the function has %u",
+                  ctx->function->name, insn->pc, irp_op_info[insn->opcode].name,
+                  (kind == IRP_OPERAND_RI || kind == IRP_OPERAND_LIST_RI) ? "i64" : "ref",
+                  (unsigned long long)index, count);
+}
+
+/* Decodes the instruction at pc with bounds checks and checks its register operands. */
+static irp_status_t irp_decode(const irp_verify_ctx_t* ctx, size_t pc, irp_insn_t* out_insn) {
+  const uint8_t* code = ctx->function->bytecode;
+  size_t length = ctx->function->bytecode_length;
+  memset(out_insn, 0, sizeof(*out_insn));
+  out_insn->pc = pc;
+  out_insn->opcode = code[pc];
+  const irp_op_info_t* info = &irp_op_info[code[pc]];
+  if (info->name == NULL) {
+    return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE, "%s: bytecode at %zu: unknown opcode 0x%02x",
+                    ctx->function->name, pc, code[pc]);
+  }
+  size_t at = pc + 1;
+  for (unsigned i = 0; i < info->operand_count; ++i) {
+    unsigned kind = info->operands[i];
+    size_t width = kind == IRP_OPERAND_IMM64 ? 8
+                   : (kind == IRP_OPERAND_U32 || kind == IRP_OPERAND_TARGET) ? 4
+                   : (kind == IRP_OPERAND_LIST_RI || kind == IRP_OPERAND_LIST_RR) ? 1 : 2;
+    if (width > length - at) {
+      return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE, "%s: bytecode at %zu: %s operand %u runs past the end",
+                      ctx->function->name, pc, info->name, i);
+    }
+    if (kind == IRP_OPERAND_LIST_RI || kind == IRP_OPERAND_LIST_RR) {
+      size_t count = code[at];
+      if (2 * count > length - at - 1) {
+        return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
+                        "%s: bytecode at %zu: %s register list of %zu runs past the end",
+                        ctx->function->name, pc, info->name, count);
+      }
+      out_insn->value[i] = count;
+      out_insn->list_pos[i] = at + 1;
+      for (size_t j = 0; j < count; ++j) {
+        IRP_RETURN_IF_ERROR(irp_check_register(ctx, out_insn, kind, irp_load_u16(code + at + 1 + 2 * j)));
+      }
+      at += 1 + 2 * count;
+      continue;
+    }
+    out_insn->value[i] = width == 8 ? irp_load_u64(code + at)
+                         : width == 4 ? irp_load_u32(code + at) : irp_load_u16(code + at);
+    if (kind == IRP_OPERAND_RI || kind == IRP_OPERAND_RR) {
+      IRP_RETURN_IF_ERROR(irp_check_register(ctx, out_insn, kind, out_insn->value[i]));
+    }
+    at += width;
+  }
+  out_insn->next = at;
+  return IRP_OK;
+}
+
+static irp_status_t irp_check_arena(const irp_verify_ctx_t* ctx, const irp_insn_t* insn) {
+  int64_t offset = (int64_t)insn->value[1];
+  int64_t length = (int64_t)insn->value[2];
+  uint64_t arena = ctx->module->arena_size;
+  if (offset < 0 || length < 0 || (uint64_t)offset > arena || (uint64_t)length > arena - (uint64_t)offset) {
+    return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
+                    "%s: bytecode at %zu: buffer_arena [%lld, +%lld) is outside the %llu-byte arena",
+                    ctx->function->name, insn->pc, (long long)offset, (long long)length,
+                    (unsigned long long)arena);
+  }
+  return IRP_OK;
+}
+
+static irp_status_t irp_check_dispatch(const irp_verify_ctx_t* ctx, const irp_insn_t* insn) {
+  uint64_t executable_index = insn->value[0], entry_index = insn->value[1];
+  if (executable_index >= ctx->module->executable_count) {
+    return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
+                    "%s: bytecode at %zu: dispatch of executable %llu but the module has %u for %s",
+                    ctx->function->name, insn->pc, (unsigned long long)executable_index,
+                    ctx->module->executable_count, IRP_ARCH_NAME);
+  }
+  const irp_vm_executable_t* executable = &ctx->module->executables[executable_index];
+  if (entry_index >= executable->entry_point_count) {
+    return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
+                    "%s: bytecode at %zu: dispatch of entry point %llu but executable %llu has %u",
+                    ctx->function->name, insn->pc, (unsigned long long)entry_index,
+                    (unsigned long long)executable_index, executable->entry_point_count);
+  }
+  const irp_vm_entry_point_t* entry = &executable->entry_points[entry_index];
+  if (insn->value[5] != entry->push_constant_count) {
+    return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
+                    "%s: bytecode at %zu: dispatch of '%s' passes %llu push constants, the entry point takes %u",
+                    ctx->function->name, insn->pc, entry->name, (unsigned long long)insn->value[5],
+                    entry->push_constant_count);
+  }
+  if (insn->value[6] != entry->binding_count) {
+    return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
+                    "%s: bytecode at %zu: dispatch of '%s' passes %llu bindings, the entry point takes %u",
+                    ctx->function->name, insn->pc, entry->name, (unsigned long long)insn->value[6],
+                    entry->binding_count);
+  }
+  return IRP_OK;
+}
+
+/* Checks what the operand table alone cannot: indices into module tables and sizes. */
+static irp_status_t irp_check_semantics(const irp_verify_ctx_t* ctx, const irp_insn_t* insn) {
+  switch (insn->opcode) {
+    case IRP_OP_RET:
+      if (insn->value[0] != (uint64_t)ctx->function->output_count) {
+        return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
+                        "%s: bytecode at %zu: ret returns %llu values but the function has %d outputs",
+                        ctx->function->name, insn->pc, (unsigned long long)insn->value[0],
+                        ctx->function->output_count);
+      }
+      return IRP_OK;
+    case IRP_OP_BUFFER_ARENA:
+      return irp_check_arena(ctx, insn);
+    case IRP_OP_BUFFER_CONSTANT:
+      if (insn->value[1] >= ctx->module->constant_count) {
+        return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
+                        "%s: bytecode at %zu: buffer_constant %llu but the module has %u constants",
+                        ctx->function->name, insn->pc, (unsigned long long)insn->value[1],
+                        ctx->module->constant_count);
+      }
+      return IRP_OK;
+    case IRP_OP_DISPATCH:
+      return irp_check_dispatch(ctx, insn);
+    default:
+      return IRP_OK;
+  }
+}
+
+static irp_status_t irp_check_target(const irp_verify_ctx_t* ctx, const irp_insn_t* insn,
+                                     const uint8_t* starts, uint64_t target) {
+  if (target < ctx->function->bytecode_length && starts[target]) return IRP_OK;
+  return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
+                  "%s: bytecode at %zu: %s target %llu is not the start of an instruction",
+                  ctx->function->name, insn->pc, irp_op_info[insn->opcode].name,
+                  (unsigned long long)target);
+}
+
+static irp_status_t irp_verify_with_map(const irp_verify_ctx_t* ctx, uint8_t* starts) {
+  size_t length = ctx->function->bytecode_length;
+  irp_insn_t insn;
+  bool last_is_terminator = false;
+  /* Pass 1: decode everything, mark instruction starts. */
+  for (size_t pc = 0; pc < length; pc = insn.next) {
+    IRP_RETURN_IF_ERROR(irp_decode(ctx, pc, &insn));
+    IRP_RETURN_IF_ERROR(irp_check_semantics(ctx, &insn));
+    starts[pc] = 1;
+    last_is_terminator = irp_op_info[insn.opcode].is_terminator != 0;
+  }
+  if (!last_is_terminator) {
+    return irp_fail_at(ctx, length, "the last instruction is not a terminator (ret, fail, br, cond_br)");
+  }
+  /* Pass 2: branch targets land on instruction starts. */
+  for (size_t pc = 0; pc < length; pc = insn.next) {
+    IRP_RETURN_IF_ERROR(irp_decode(ctx, pc, &insn));
+    const irp_op_info_t* info = &irp_op_info[insn.opcode];
+    for (unsigned i = 0; i < info->operand_count; ++i) {
+      if (info->operands[i] != IRP_OPERAND_TARGET) continue;
+      IRP_RETURN_IF_ERROR(irp_check_target(ctx, &insn, starts, insn.value[i]));
+    }
+  }
+  return IRP_OK;
+}
+
+irp_status_t irp_vm_verify_function(const irp_allocator_t* allocator, const irp_vm_module_t* module,
+                                    const irp_vm_function_t* function, irp_diag_t* diag) {
+  irp_verify_ctx_t ctx = {module, function, diag};
+  if (function->bytecode_length == 0) {
+    return irp_fail_at(&ctx, 0, "the bytecode is empty (it must end with a terminator)");
+  }
+  uint8_t* starts = NULL;
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, function->bytecode_length, 1, 8, diag, (void**)&starts));
+  irp_status_t status = irp_verify_with_map(&ctx, starts);
+  irp_free(allocator, starts);
+  return status;
+}

@@ -1,6 +1,7 @@
 """KernelSpecs -> one optimized LLVM module with the library export, for one target."""
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import re
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import NO_BUILTINS_ATTR
+from iree_py.codegen.llvm.dispatch_guard import add_dispatch_guard, body_name
 from iree_py.codegen.llvm.library import add_library_export
 from iree_py.codegen.llvm.target_machine import create_target_machine
 from iree_py.codegen.target import Target
@@ -69,9 +71,12 @@ def build_ir_module(specs: list[KernelSpec], target: Target) -> tuple[ir.Module,
     module.triple = target.triple
     infos = []
     for spec in specs:
-        info = kernel_builder(spec)(spec, module, target)
-        if info.name != spec.name:
+        body = dataclasses.replace(spec, name=body_name(spec.name))
+        info = kernel_builder(body)(body, module, target)
+        if info.name != body.name:
             raise ValueError(f"kernel {spec.name!r}: builder returned KernelInfo named {info.name!r}")
+        info = dataclasses.replace(info, name=spec.name)
+        add_dispatch_guard(module, info, target)
         infos.append(info)
     add_library_export(module, names)
     return module, tuple(infos)

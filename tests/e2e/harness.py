@@ -1,0 +1,67 @@
+"""Build small ONNX models, run them through iree-py (compiler + C runtime) and onnxruntime, compare."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+import iree_py
+
+TARGETS = ["host", "arm64"]     # arm64 runs in the cross-built runtime under qemu-aarch64
+DEVICE = {"host": "local", "arm64": "qemu"}
+RELATIVE_TOLERANCE = 1e-4       # of the reference's largest magnitude
+
+
+def model(nodes: list[onnx.NodeProto], inputs: dict[str, tuple[int, ...]], outputs: list[str],
+          initializers: dict[str, np.ndarray] | None = None, opset: int = 13) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes, "test",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in (initializers or {}).items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = min(m.ir_version, 8)  # old enough for every onnxruntime we test with
+    return m
+
+
+def random_inputs(m: onnx.ModelProto, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    inits = {i.name for i in m.graph.initializer}
+    out = []
+    for i in m.graph.input:
+        if i.name in inits:
+            continue
+        shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
+        out.append(rng.standard_normal(shape).astype(np.float32))
+    return out
+
+
+def run_onnxruntime(m: onnx.ModelProto, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(m.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    return session.run(None, dict(zip(names, inputs)))
+
+
+def run_iree(m: onnx.ModelProto | bytes, inputs: list[np.ndarray], target: str = "host") -> list[np.ndarray]:
+    data = m if isinstance(m, bytes) else m.SerializeToString()
+    module = iree_py.load(iree_py.compile(data, target=target), device=DEVICE[target])
+    return module.main.call(*inputs)
+
+
+def assert_close(actual: list[np.ndarray], expected: list[np.ndarray], tolerance: float = RELATIVE_TOLERANCE) -> None:
+    assert len(actual) == len(expected)
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        e = np.asarray(e)
+        assert a.shape == e.shape, f"output {i}: shape {a.shape} != {e.shape}"
+        scale = max(float(np.max(np.abs(e))) if e.size else 0.0, 1e-6)
+        err = float(np.max(np.abs(a.astype(np.float64) - e))) if e.size else 0.0
+        assert err <= tolerance * scale, f"output {i}: max |error| {err:.3g} > {tolerance} x max |ref| {scale:.3g}"
+
+
+def check_against_onnxruntime(m: onnx.ModelProto, target: str, seed: int = 0,
+                              inputs: list[np.ndarray] | None = None) -> None:
+    inputs = inputs if inputs is not None else random_inputs(m, seed)
+    assert_close(run_iree(m, inputs, target), run_onnxruntime(m, inputs))

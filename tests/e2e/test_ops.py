@@ -1,0 +1,145 @@
+"""Every op of the spine, differential-tested against onnxruntime through the whole toolchain
+(ONNX frontend, passes, LLVM kernels, module, C runtime) on this host and on arm64 under qemu.
+Tolerance: 1e-4 of the reference's largest magnitude."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from harness import TARGETS, check_against_onnxruntime, model
+
+rng = np.random.default_rng(42)
+
+
+def w(*shape: int) -> np.ndarray:
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def node(op: str, ins: list[str], outs: list[str] | None = None, **attrs):
+    return helper.make_node(op, ins, outs or ["y"], name=f"{op.lower()}_node", **attrs)
+
+
+def conv(x_shape, w_shape, bias=True, opset=13, **attrs):
+    inits = {"W": w(*w_shape)}
+    ins = ["x", "W"]
+    if bias:
+        inits["B"] = w(w_shape[0])
+        ins.append("B")
+    return model([node("Conv", ins, **attrs)], {"x": x_shape}, ["y"], inits, opset)
+
+
+def unary(op, shape=(2, 3, 5, 7), opset=13, **attrs):
+    return model([node(op, ["x"], **attrs)], {"x": shape}, ["y"], opset=opset)
+
+
+def binary(op, a, b, opset=13, const_b=False):
+    if const_b:
+        return model([node(op, ["a", "b"])], {"a": a}, ["y"], {"b": w(*b)}, opset)
+    return model([node(op, ["a", "b"])], {"a": a, "b": b}, ["y"], opset=opset)
+
+
+CASES = {
+    # Conv: pads, strides, dilations, groups, auto_pad, 1x1, no bias, 1-D.
+    "conv_3x3_pad1": conv((1, 3, 9, 9), (8, 3, 3, 3), pads=[1, 1, 1, 1]),
+    "conv_stride2_asym_pads": conv((2, 4, 11, 10), (6, 4, 3, 3), strides=[2, 2], pads=[0, 1, 2, 1]),
+    "conv_dilation2": conv((1, 5, 12, 12), (7, 5, 3, 3), dilations=[2, 2], pads=[2, 2, 2, 2]),
+    "conv_group2": conv((1, 8, 7, 7), (6, 4, 3, 3), group=2, pads=[1, 1, 1, 1]),
+    "conv_depthwise": conv((1, 16, 10, 10), (16, 1, 3, 3), group=16, pads=[1, 1, 1, 1]),
+    "conv_same_upper_stride2": conv((1, 3, 10, 9), (4, 3, 3, 3), auto_pad="SAME_UPPER", strides=[2, 2]),
+    "conv_same_lower": conv((1, 3, 8, 8), (4, 3, 4, 4), auto_pad="SAME_LOWER"),
+    "conv_valid_5x5_nobias": conv((1, 2, 13, 13), (3, 2, 5, 5), bias=False, auto_pad="VALID"),
+    "conv_1x1": conv((1, 32, 6, 6), (20, 32, 1, 1)),
+    "conv_1x7": conv((1, 4, 9, 9), (5, 4, 1, 7), pads=[0, 3, 0, 3]),
+    "conv_1d": conv((2, 3, 17), (4, 3, 3), pads=[1, 1]),
+    "conv_opset7": conv((1, 3, 6, 6), (4, 3, 3, 3), opset=7, pads=[1, 1, 1, 1]),
+    # Gemm / MatMul.
+    "gemm_plain": model([node("Gemm", ["a", "b", "c"])], {"a": (5, 7)}, ["y"], {"b": w(7, 3), "c": w(3)}),
+    "gemm_trans_alpha_beta": model([node("Gemm", ["a", "b", "c"], transA=1, transB=1, alpha=0.5, beta=2.0)],
+                                   {"a": (7, 5)}, ["y"], {"b": w(3, 7), "c": w(5, 3)}),
+    "gemm_c_row": model([node("Gemm", ["a", "b", "c"])], {"a": (4, 6)}, ["y"], {"b": w(6, 9), "c": w(1, 9)}),
+    "gemm_c_scalar_opset9": model([node("Gemm", ["a", "b", "c"])], {"a": (4, 6)}, ["y"], {"b": w(6, 9), "c": w(1)}, 9),
+    "gemm_no_c_opset11": model([node("Gemm", ["a", "b"], transB=1)], {"a": (2, 6)}, ["y"], {"b": w(5, 6)}, 11),
+    "gemm_both_inputs": model([node("Gemm", ["a", "b"])], {"a": (3, 4), "b": (4, 5)}, ["y"]),
+    "matmul_2d": model([node("MatMul", ["a", "b"])], {"a": (17, 33)}, ["y"], {"b": w(33, 19)}),
+    "matmul_batched": model([node("MatMul", ["a", "b"])], {"a": (2, 3, 5, 8), "b": (2, 3, 8, 4)}, ["y"]),
+    "matmul_broadcast": model([node("MatMul", ["a", "b"])], {"a": (3, 5, 8)}, ["y"], {"b": w(8, 6)}),
+    "matmul_vec": model([node("MatMul", ["a", "b"])], {"a": (8,)}, ["y"], {"b": w(8, 6)}),
+    # Elementwise with numpy broadcasting.
+    "add_same": binary("Add", (2, 3, 4, 5), (2, 3, 4, 5)),
+    "add_channel": binary("Add", (2, 3, 4, 5), (3, 1, 1), const_b=True),
+    "sub_rowvec": binary("Sub", (4, 5), (5,)),
+    "mul_scalar": binary("Mul", (3, 4), (1,), const_b=True),
+    "div_outer": binary("Div", (4, 1), (1, 5)),
+    "add_rank_mismatch_opset7": binary("Add", (2, 3, 4), (3, 4), opset=7),
+    "sum_three": model([node("Sum", ["a", "b", "c"])], {"a": (2, 3), "b": (2, 3), "c": (3,)}, ["y"]),
+    "sum_one": model([node("Sum", ["a"])], {"a": (2, 3)}, ["y"]),
+    "relu": unary("Relu"),
+    "leaky_relu": unary("LeakyRelu", alpha=0.2),
+    "sigmoid": unary("Sigmoid", (3, 100)),
+    "tanh": unary("Tanh", (3, 100)),
+    "clip_opset13": model([node("Clip", ["x", "lo", "hi"])], {"x": (3, 17)}, ["y"],
+                          {"lo": np.float32(-0.5), "hi": np.float32(0.7)}),
+    "clip_min_only_opset11": model([node("Clip", ["x", "lo"])], {"x": (3, 17)}, ["y"], {"lo": np.float32(0.1)}, 11),
+    "clip_attrs_opset7": unary("Clip", (3, 17), opset=7, min=-1.0, max=1.0),
+    # Pooling.
+    "maxpool_2x2": unary("MaxPool", (1, 3, 8, 8), kernel_shape=[2, 2], strides=[2, 2]),
+    "maxpool_3x3_pad_ceil": unary("MaxPool", (1, 2, 10, 9), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1),
+    "maxpool_dilated": unary("MaxPool", (1, 2, 9, 9), kernel_shape=[2, 2], dilations=[2, 2]),
+    "maxpool_same_upper_opset8": unary("MaxPool", (1, 2, 7, 7), opset=8, kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"),
+    "avgpool_exclude_pad": unary("AveragePool", (1, 3, 7, 7), kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    "avgpool_include_pad": unary("AveragePool", (1, 3, 7, 7), kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
+    "avgpool_ceil_stride": unary("AveragePool", (2, 2, 10, 10), kernel_shape=[3, 3], strides=[3, 3], ceil_mode=1),
+    "global_avgpool": unary("GlobalAveragePool", (2, 5, 6, 7)),
+    # Normalization.
+    "batchnorm_opset9": model([node("BatchNormalization", ["x", "s", "b", "m", "v"], epsilon=1e-3)], {"x": (2, 4, 5, 5)}, ["y"],
+                              {"s": w(4), "b": w(4), "m": w(4), "v": np.abs(w(4)) + 0.1}, 9),
+    "batchnorm_opset15": model([node("BatchNormalization", ["x", "s", "b", "m", "v"])], {"x": (1, 3, 4, 4)}, ["y"],
+                               {"s": w(3), "b": w(3), "m": w(3), "v": np.abs(w(3)) + 0.1}, 15),
+    "batchnorm_opset7_spatial": model([node("BatchNormalization", ["x", "s", "b", "m", "v"], spatial=1)], {"x": (1, 3, 4, 4)}, ["y"],
+                                      {"s": w(3), "b": w(3), "m": w(3), "v": np.abs(w(3)) + 0.1}, 7),
+    "lrn": unary("LRN", (1, 10, 5, 5), size=5, alpha=1e-3, beta=0.75, bias=2.0),
+    "lrn_even_size": unary("LRN", (2, 7, 3, 3), size=4, alpha=1e-2, beta=0.5),
+    # Shape ops.
+    "concat_axis1": model([node("Concat", ["a", "b", "c"], axis=1)], {"a": (1, 2, 3, 3), "b": (1, 5, 3, 3)}, ["y"],
+                          {"c": w(1, 1, 3, 3)}),
+    "concat_axis_last_neg": model([node("Concat", ["a", "b"], axis=-1)], {"a": (2, 3), "b": (2, 4)}, ["y"]),
+    "reshape_zero_minus1": model([node("Reshape", ["x", "s"]), ], {"x": (2, 3, 4)}, ["y"], {"s": np.array([0, -1], np.int64)}),
+    "flatten_axis0": unary("Flatten", (2, 3, 4), axis=0),
+    "flatten_axis2": unary("Flatten", (2, 3, 4, 5), axis=2),
+    "transpose_default": unary("Transpose", (2, 3, 4)),
+    "transpose_perm": unary("Transpose", (2, 3, 4, 5), perm=[0, 2, 3, 1]),
+    "softmax_opset13_last": unary("Softmax", (3, 4, 10)),
+    "softmax_opset13_axis1": unary("Softmax", (2, 5, 3), axis=1),
+    "softmax_opset11_flattens": unary("Softmax", (2, 3, 4), opset=11, axis=1),
+    "softmax_opset9_default": unary("Softmax", (2, 3, 4), opset=9),
+    "dropout_identity": model([node("Dropout", ["x"]), node("Relu", ["y"], ["z"])], {"x": (3, 4)}, ["z"], opset=12),
+    "identity": model([node("Identity", ["x"]), node("Relu", ["y"], ["z"])], {"x": (3, 4)}, ["z"]),
+    "constant_node": model([helper.make_node("Constant", [], ["c"], value=helper.make_tensor("v", 1, [4], [1, 2, 3, 4])),
+                            node("Add", ["x", "c"])], {"x": (3, 4)}, ["y"]),
+    "constant_of_shape_unsqueeze_squeeze": model(
+        [helper.make_node("ConstantOfShape", ["shape"], ["c"], value=helper.make_tensor("v", 1, [1], [0.5])),
+         helper.make_node("Unsqueeze", ["c", "ax"], ["cu"]), helper.make_node("Squeeze", ["cu", "ax"], ["cs"]),
+         node("Mul", ["x", "cs"])], {"x": (2, 3)}, ["y"],
+        {"shape": np.array([2, 3], np.int64), "ax": np.array([0], np.int64)}),
+    "unsqueeze_squeeze_opset11_attrs": model(
+        [helper.make_node("Unsqueeze", ["x"], ["u"], axes=[0, 3]), helper.make_node("Squeeze", ["u"], ["y"], axes=[0])],
+        {"x": (2, 3)}, ["y"], opset=11),
+    # Fusion shapes: conv + bias + relu; conv + BN + relu; gemm + relu; residual add.
+    "conv_bn_relu": model([node("Conv", ["x", "W"], ["c"], pads=[1, 1, 1, 1]),
+                           node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"]), node("Relu", ["n"])],
+                          {"x": (1, 3, 8, 8)}, ["y"],
+                          {"W": w(6, 3, 3, 3), "s": w(6), "b": w(6), "m": w(6), "v": np.abs(w(6)) + 0.1}),
+    "conv_residual_relu": model([node("Conv", ["x", "W", "B"], ["c"], pads=[1, 1, 1, 1]), node("Add", ["c", "x"], ["s"]),
+                                 node("Relu", ["s"])], {"x": (1, 4, 6, 6)}, ["y"], {"W": w(4, 4, 3, 3), "B": w(4)}),
+    "matmul_add_sigmoid": model([node("MatMul", ["a", "b"], ["m"]), node("Add", ["m", "c"], ["s"]), node("Sigmoid", ["s"])],
+                                {"a": (6, 10)}, ["y"], {"b": w(10, 12), "c": w(12)}),
+    "two_outputs": model([node("Relu", ["x"], ["r"]), node("Sigmoid", ["x"], ["s"])], {"x": (2, 5)}, ["r", "s"]),
+    "output_is_input": model([node("Identity", ["x"], ["y"])], {"x": (2, 5)}, ["y"]),
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_op_matches_onnxruntime(case: str, target: str):
+    check_against_onnxruntime(CASES[case], target)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from iree_py.ir.graph import Graph, Value
+from iree_py.ir.graph import Graph, Node, Value
 
 ALIGNMENT = 64
 VIEW_OPS = ("Reshape",)
@@ -40,6 +40,11 @@ def _align(n: int) -> int:
     return (n + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
 
 
+def region_inputs(node: Node) -> list[Value]:
+    """Everything a dispatch region reads: its root's inputs and the operands of its fused ops."""
+    return [*node.inputs, *(v for f in node.fused for v in f.inputs)]
+
+
 def root_of(value: Value, view_root: dict[int, Value]) -> Value:
     return view_root.get(id(value), value)
 
@@ -56,7 +61,7 @@ def plan_memory(graph: Graph, extra_outputs: list[Value] | None = None) -> Memor
         for out in node.outputs:
             storages[id(out)] = Storage(out.name, _align(out.type.num_bytes), index, index, values=[out])
     for index, node in enumerate(graph.nodes):
-        for v in node.inputs:
+        for v in region_inputs(node):
             if v is not None and id(root_of(v, view_root)) in storages:
                 s = storages[id(root_of(v, view_root))]
                 s.last = max(s.last, index)

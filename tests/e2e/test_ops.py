@@ -132,6 +132,10 @@ CASES = {
                           {"W": w(6, 3, 3, 3), "s": w(6), "b": w(6), "m": w(6), "v": np.abs(w(6)) + 0.1}),
     "conv_residual_relu": model([node("Conv", ["x", "W", "B"], ["c"], pads=[1, 1, 1, 1]), node("Add", ["c", "x"], ["s"]),
                                  node("Relu", ["s"])], {"x": (1, 4, 6, 6)}, ["y"], {"W": w(4, 4, 3, 3), "B": w(4)}),
+    # The residual comes from another kernel (arena), with kernels in between that could reuse its space.
+    "conv_residual_from_arena": model([node("Sigmoid", ["x"], ["r"]), node("Tanh", ["x"], ["t"]), node("Relu", ["t"], ["u"]),
+                                       node("Conv", ["u", "W", "B"], ["c"], pads=[1, 1, 1, 1]), node("Add", ["c", "r"])],
+                                      {"x": (1, 4, 6, 6)}, ["y"], {"W": w(4, 4, 3, 3), "B": w(4)}),
     "matmul_add_sigmoid": model([node("MatMul", ["a", "b"], ["m"]), node("Add", ["m", "c"], ["s"]), node("Sigmoid", ["s"])],
                                 {"a": (6, 10)}, ["y"], {"b": w(10, 12), "c": w(12)}),
     "two_outputs": model([node("Relu", ["x"], ["r"]), node("Sigmoid", ["x"], ["s"])], {"x": (2, 5)}, ["r", "s"]),

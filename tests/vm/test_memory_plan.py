@@ -54,3 +54,18 @@ def test_no_two_live_buffers_overlap():
             if s is not o and s.first <= o.last and o.first <= s.last:
                 assert s.offset + s.size <= o.offset or o.offset + o.size <= s.offset, (s, o)
     assert plan.arena_size < sum(s.size for s in plan.storages)  # some sharing happened
+
+
+def test_operands_of_fused_ops_stay_alive():
+    """conv(x) + r fused into one region: r is read by the region, so its buffer lives until then."""
+    x = Value("x", t(4, 16))
+    r, mid, c, y = (Value(n, t(4, 16)) for n in ("r", "mid", "c", "y"))
+    make_r = Node("Relu", [x], [r])
+    unrelated = Node("Sigmoid", [x], [mid])
+    fused_add = Node("Add", [c, r], [y])
+    conv = Node("MatMul", [mid, Value("w", t(16, 16))], [y], fused=[fused_add])
+    g = Graph("g", [x], [y], [make_r, unrelated, conv])
+    plan = plan_memory(g)
+    by_name = {s.name: s for s in plan.storages}
+    assert by_name["r"].last == 2
+    assert by_name["r"].offset not in (by_name["mid"].offset, by_name["y"].offset)

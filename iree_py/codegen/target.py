@@ -1,6 +1,8 @@
 """Targets are data: one TOML file per target in targets/, loaded into a frozen Target record.
 
 Backends branch on a target's fields (arch, triple, vector_bits, run, ...), never on its name.
+A target whose features are "host" may say "host" for vector_bits and vector_registers too: they
+are then read from this machine's CPU features (AVX-512: 512 bits × 32 registers).
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ class Target:
     run: str               # how modules run from the host harness: "local" | "qemu-user"
     cross_cc: str = ""     # C cross compiler, for runtime = "cross-linux"
     qemu: str = ""         # qemu-user binary, for run = "qemu-user"
+    vector_registers: int = 16  # SIMD registers kernels may tile for (x86 AVX: 16, AVX-512/NEON: 32)
 
     @property
     def vector_lanes_f32(self) -> int:
@@ -42,4 +45,35 @@ def load_target(name: str) -> Target:
     if not path.exists():
         raise ValueError(f"unknown target {name!r}; known targets: {', '.join(available_targets())}")
     data = tomllib.loads(path.read_text())
+    if "host" in (data.get("vector_bits"), data.get("vector_registers")):
+        if data.get("features") != "host":
+            raise ValueError(f"target {name!r}: vector_bits/vector_registers = \"host\" needs "
+                             f"features = \"host\", got features = {data.get('features')!r}")
+        bits, registers = host_vector_shape()
+        data["vector_bits"] = bits if data.get("vector_bits") == "host" else data["vector_bits"]
+        if data.get("vector_registers") == "host":
+            data["vector_registers"] = registers
     return Target(**data)
+
+
+def vector_shape_from_features(features: set[str], arch: str) -> tuple[int, int]:
+    """(vector bits, vector register count) for a CPU with LLVM `features` (names without +/-)."""
+    if arch == "aarch64":
+        return 128, 32
+    if "avx512f" in features:
+        return 512, 32
+    if "avx" in features:
+        return 256, 16
+    return 128, 16
+
+
+@cache
+def host_vector_shape() -> tuple[int, int]:
+    """vector_shape_from_features for this machine (llvmlite's host CPU features)."""
+    import platform
+
+    import llvmlite.binding as llvm
+
+    enabled = {name for name, on in llvm.get_host_cpu_features().items() if on}
+    arch = "aarch64" if platform.machine() in ("aarch64", "arm64") else "x86_64"
+    return vector_shape_from_features(enabled, arch)

@@ -76,6 +76,10 @@ SHAPES = {
     "3x3_pad1": (1, 8, 13, 13, 16, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),
     "3x3_odd_channels": (2, 3, 7, 5, 5, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),
     "1x1": (1, 16, 7, 7, 10, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    "1x1_group2_odd_pixels": (2, 8, 9, 11, 6, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 2),
+    "1x1_many_channels": (1, 40, 5, 7, 37, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    "1x1_pad1_not_pointwise": (1, 5, 6, 6, 7, 1, 1, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    "depthwise_wide_many": (2, 40, 9, 70, 40, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 40),
     "1x1_stride2": (1, 6, 13, 13, 7, 1, 1, (2, 2), (0, 0, 0, 0), (1, 1), 1),
     "5x5_pad2": (1, 4, 13, 13, 6, 5, 5, (1, 1), (2, 2, 2, 2), (1, 1), 1),
     "1x7": (1, 5, 7, 13, 9, 1, 7, (1, 1), (0, 3, 0, 3), (1, 1), 1),
@@ -214,3 +218,19 @@ def test_conv_for_arm64_target_compiles():
              make_case("conv_arm_s2", 1, 3, 13, 13, 6, 3, 3, strides=(2, 2), pads=(1, 1, 1, 1))[0]]
     asm = emit_assembly(specs, load_target("arm64"))
     assert "fmla" in asm
+
+
+def test_conv_tiling_follows_target_registers():
+    """Tiles come from the target's fields: 16 registers → 4 channels, 32 → 8."""
+    assert conv.conv_tiling(load_target("x86_64")).channels == 4
+    assert conv.conv_tiling(load_target("arm64")).channels == 8
+    assert conv.conv_tiling(load_target("arm64")).lanes == 4
+
+
+def test_pointwise_conv_is_one_row_of_pixels():
+    spec, _, _ = make_case("conv_pw", 1, 16, 7, 9, 10, 1, 1)
+    flat = conv.pointwise_as_one_row(conv.conv_shape(spec))
+    assert (flat.h, flat.w, flat.oh, flat.ow) == (1, 63, 1, 63)
+    padded, _, _ = make_case("conv_pw_pad", 1, 16, 7, 9, 10, 1, 1, pads=(1, 1, 1, 1))
+    shape = conv.conv_shape(padded)
+    assert conv.pointwise_as_one_row(shape) is shape

@@ -149,3 +149,23 @@ def test_matmul_for_arm64_target_emits_valid_ir():
     spec, _, _ = make_case("mm_arm", (2, 13, 6), (6, 21))
     asm = emit_assembly([spec], load_target("arm64"))
     assert "fmla" in asm
+
+
+def test_matmul_tiling_follows_target_registers():
+    """16 registers → 6 rows × 2 vectors; 32 registers (NEON) → 9 rows × 3 vectors of 4 lanes."""
+    x86 = matmul.matmul_tiling(load_target("x86_64"))
+    assert (x86.rows, x86.vectors, x86.lanes) == (6, 2, 8)
+    arm = matmul.matmul_tiling(load_target("arm64"))
+    assert (arm.rows, arm.vectors, arm.lanes) == (9, 3, 4)
+    # accumulators + B vectors + one broadcast fit the register file
+    assert arm.rows * arm.vectors + arm.vectors + 1 <= 32
+
+
+def test_host_vector_shape_from_cpu_features():
+    from iree_py.codegen.target import vector_shape_from_features
+    assert vector_shape_from_features({"avx", "avx2", "avx512f"}, "x86_64") == (512, 32)
+    assert vector_shape_from_features({"avx", "avx2"}, "x86_64") == (256, 16)
+    assert vector_shape_from_features({"sse4.2"}, "x86_64") == (128, 16)
+    assert vector_shape_from_features({"neon"}, "aarch64") == (128, 32)
+    host = load_target("host")
+    assert host.vector_bits in (128, 256, 512) and host.vector_registers in (16, 32)

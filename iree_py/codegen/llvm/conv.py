@@ -1,8 +1,13 @@
 """The "conv2d" kernel: Y[N,M,OH,OW] = X[N,C,H,W] * W[M,C/group,KH,KW] (+ B[M]), NCHW, register-blocked.
 
 Structure (all sizes static):
-  grid      x = blocks of output rows, y = (group, block of output channels), z = batch image.
-  tile      up to CHANNELS_PER_TILE output channels × a few vectors of consecutive output columns
+  grid      x = blocks of output rows, y = runs of consecutive (group, block of output channels),
+            z = batch image; blocks are sized to about WORK_PER_WORKGROUP FMAs, so small convs
+            (depthwise) get few, larger workgroups.
+  1×1       a stride-1 unpadded 1×1 conv sees each image as one row of H·W pixels (it is a matmul
+            over pixels), so tiles never stop at row ends and there are no border columns.
+  tile      up to conv_tiling().channels output channels (from the target's vector registers:
+            4 for 16 registers, 8 for 32) × a few vectors of consecutive output columns
             (ox), one accumulator vector each. For every input channel c and kernel row ky, and
             each kernel column kx (unrolled), load the input vectors once (stride > 1: one load of
             the exact span, then a shuffle), broadcast each channel's weight and FMA.
@@ -33,11 +38,25 @@ from iree_py.codegen.llvm.epilogue import (TilePosition, apply_epilogue, carried
 from iree_py.codegen.llvm.matmul import vector_widths
 from iree_py.codegen.target import Target
 
-CHANNELS_PER_TILE = 4
-ACCUMULATORS_PER_TILE = 12   # channels × vectors; 12 + inputs + one broadcast fit 16 registers
 MAX_VECTORS_PER_TILE = 4
 CHANNEL_BLOCK_TILES = 4      # a workgroup covers up to 4 channel tiles ...
-PIXELS_PER_WORKGROUP = 256   # ... and about this many output pixels (whole rows)
+WORK_PER_WORKGROUP = 1 << 20  # ... and enough whole rows (and channel blocks) for about this many FMAs
+
+
+@dataclass(frozen=True)
+class ConvTiling:
+    """Register tile of up to `channels` output channels × vectors of `lanes` columns, with
+    `accumulators` (channels × vectors) at most, sized to the target's vector registers: 3/4 of
+    them hold accumulators, the rest the input vectors and a weight broadcast."""
+
+    channels: int
+    accumulators: int
+    lanes: int
+
+
+def conv_tiling(target: Target) -> ConvTiling:
+    accumulators = target.vector_registers * 3 // 4      # 16 registers → 12, 32 → 24
+    return ConvTiling(max(1, accumulators // 3), accumulators, lanes_f32(target))
 
 
 @dataclass(frozen=True)
@@ -109,6 +128,16 @@ def conv_shape(spec: KernelSpec) -> ConvShape:
         raise ValueError(f"conv2d {spec.name}: bias (input 2) has {spec.inputs[2].num_elements} "
                          f"elements, expected {m}")
     return ConvShape(n, c, h, w, m, cg, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, group, has_bias)
+
+
+def pointwise_as_one_row(s: ConvShape) -> ConvShape:
+    """A 1×1 stride-1 unpadded conv is a matmul over pixels: with each image seen as one row of
+    H·W pixels (the same memory), every tile is interior and spans row ends. Other convs: `s`."""
+    if (s.kh, s.kw, s.sh, s.sw, s.pt, s.pl) != (1, 1, 1, 1, 0, 0) or (s.oh, s.ow) != (s.h, s.w):
+        return s
+    pixels = s.h * s.w
+    return ConvShape(s.n, s.c, 1, pixels, s.m, s.cg, 1, 1, 1, pixels, 1, 1, 0, 0, 1, 1, s.group,
+                     s.has_bias)
 
 
 @dataclass
@@ -216,9 +245,10 @@ def _emit_border_column(b: ir.IRBuilder, spec: KernelSpec, s: ConvShape, row: _R
 
 
 def _emit_channel_row(b: ir.IRBuilder, spec: KernelSpec, s: ConvShape, row: _Row, m: ir.Value,
-                      channels: int, lanes: int) -> None:
+                      channels: int, tiling: ConvTiling) -> None:
     """Every output column of row `row.oy` for output channels [m, m + channels)."""
-    vectors = max(1, min(MAX_VECTORS_PER_TILE, ACCUMULATORS_PER_TILE // channels))
+    lanes = tiling.lanes
+    vectors = max(1, min(MAX_VECTORS_PER_TILE, tiling.accumulators // channels))
     tile_cols = vectors * lanes
     lo, hi = s.interior_columns()
     full_end = lo + (hi - lo) // tile_cols * tile_cols
@@ -237,46 +267,55 @@ def _emit_channel_row(b: ir.IRBuilder, spec: KernelSpec, s: ConvShape, row: _Row
 def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
     if spec.kind != "conv2d":
         raise ValueError(f"conv.build got kernel {spec.name} of kind {spec.kind!r}")
-    s = conv_shape(spec)
+    s = pointwise_as_one_row(conv_shape(spec))
     check_epilogue(spec.epilogue, len(spec.inputs), spec.name)
-    lanes = lanes_f32(target)
-    tile_channels = min(CHANNELS_PER_TILE, s.mg)
+    tiling = conv_tiling(target)
+    tile_channels = min(tiling.channels, s.mg)
     block_channels = tile_channels * CHANNEL_BLOCK_TILES
     blocks_per_group = -(-s.mg // block_channels)
-    block_rows = max(1, min(s.oh, -(-PIXELS_PER_WORKGROUP // s.ow)))
-    grid = (-(-s.oh // block_rows), s.group * blocks_per_group, s.n)
+    row_work = s.ow * min(block_channels, s.mg) * s.cg * s.kh * s.kw
+    block_rows = max(1, min(s.oh, -(-WORK_PER_WORKGROUP // row_work)))
+    # Small convs (depthwise): one workgroup also takes several consecutive channel blocks.
+    channel_blocks = s.group * blocks_per_group
+    blocks_per_workgroup = max(1, min(channel_blocks, WORK_PER_WORKGROUP // (row_work * block_rows)))
+    grid = (-(-s.oh // block_rows), -(-channel_blocks // blocks_per_workgroup), s.n)
 
     kb = begin_kernel(module, spec.name, target)
     b = kb.builder
     inputs = [kb.binding(i) for i in range(len(spec.inputs))]
     out = kb.binding(len(spec.inputs))
     image = kb.workgroup_id_index(2)
-    channel_block = kb.workgroup_id_index(1)
-    group = b.udiv(channel_block, i64(blocks_per_group))
-    group_first = b.mul(group, i64(s.mg))
-    m_begin = b.add(group_first, b.mul(b.urem(channel_block, i64(blocks_per_group)), i64(block_channels)))
-    m_block_end = b.add(m_begin, i64(block_channels))
-    mg_full = s.mg - s.mg % tile_channels
-    m_full_end = imin(b, m_block_end, b.add(group_first, i64(mg_full)))
-    has_m_tail = b.icmp_signed(">", m_block_end, b.add(group_first, i64(mg_full)))
-    x_image = b.mul(b.add(b.mul(image, i64(s.c)), b.mul(group, i64(s.cg))), i64(s.h * s.w))
+    first_block = b.mul(kb.workgroup_id_index(1), i64(blocks_per_workgroup))
+    end_block = imin(b, b.add(first_block, i64(blocks_per_workgroup)), i64(channel_blocks))
     out_image = b.mul(image, i64(s.m * s.oh * s.ow))
     oy_begin = b.mul(kb.workgroup_id_index(0), i64(block_rows))
     oy_end = imin(b, b.add(oy_begin, i64(block_rows)), i64(s.oh))
+    mg_full = s.mg - s.mg % tile_channels
+    m_tail = s.mg - mg_full
 
-    def output_row(oy: ir.Value) -> None:
-        iy0 = b.sub(b.mul(oy, i64(s.sh)), i64(s.pt))
-        ky_lo, ky_hi = _valid_range(b, iy0, s.kh, s.h, s.dh)
-        row = _Row(inputs[0], inputs[1], out, inputs, x_image, out_image, oy, iy0, ky_lo, ky_hi)
-        simple_loop(b, m_begin, m_full_end, tile_channels,
-                    lambda m: _emit_channel_row(b, spec, s, row, m, tile_channels, lanes), "m")
-        m_tail = s.mg - mg_full
-        if m_tail:
-            if_then(b, has_m_tail,
-                    lambda: _emit_channel_row(b, spec, s, row, b.add(group_first, i64(mg_full)),
-                                              m_tail, lanes), "mtail")
+    def channel_block(block: ir.Value) -> None:
+        group = b.udiv(block, i64(blocks_per_group))
+        group_first = b.mul(group, i64(s.mg))
+        m_begin = b.add(group_first, b.mul(b.urem(block, i64(blocks_per_group)), i64(block_channels)))
+        m_block_end = b.add(m_begin, i64(block_channels))
+        m_full_end = imin(b, m_block_end, b.add(group_first, i64(mg_full)))
+        has_m_tail = b.icmp_signed(">", m_block_end, b.add(group_first, i64(mg_full)))
+        x_image = b.mul(b.add(b.mul(image, i64(s.c)), b.mul(group, i64(s.cg))), i64(s.h * s.w))
 
-    simple_loop(b, oy_begin, oy_end, 1, output_row, "oy")
+        def output_row(oy: ir.Value) -> None:
+            iy0 = b.sub(b.mul(oy, i64(s.sh)), i64(s.pt))
+            ky_lo, ky_hi = _valid_range(b, iy0, s.kh, s.h, s.dh)
+            row = _Row(inputs[0], inputs[1], out, inputs, x_image, out_image, oy, iy0, ky_lo, ky_hi)
+            simple_loop(b, m_begin, m_full_end, tile_channels,
+                        lambda m: _emit_channel_row(b, spec, s, row, m, tile_channels, tiling), "m")
+            if m_tail:
+                if_then(b, has_m_tail,
+                        lambda: _emit_channel_row(b, spec, s, row, b.add(group_first, i64(mg_full)),
+                                                  m_tail, tiling), "mtail")
+
+        simple_loop(b, oy_begin, oy_end, 1, output_row, "oy")
+
+    simple_loop(b, first_block, end_block, 1, channel_block, "block")
     kb.finish()
 
     lengths = tuple(t.num_bytes for t in spec.inputs) + (spec.outputs[0].num_bytes,)

@@ -1,9 +1,10 @@
 """The "matmul" kernel: A[..., M, K] @ B[..., K, N] with numpy batch broadcasting, register-blocked.
 
 Structure (all sizes static):
-  grid      x = column blocks of COLUMN_BLOCK_TILES tiles, y = row blocks of ROW_BLOCK_TILES tiles,
-            z = flat batch index (its A and B offsets come from the broadcast batch strides).
-  tile      ROWS_PER_TILE rows × VECTORS_PER_TILE vectors of columns, one accumulator vector each;
+  grid      x = column blocks of COLUMN_BLOCK_TILES tiles, y = row blocks of about ROW_BLOCK_ROWS
+            rows, z = flat batch index (its A and B offsets come from the broadcast batch strides).
+  tile      rows × vectors of columns (matmul_tiling: sized to the target's vector registers and
+            width), one accumulator vector each;
             the K loop is innermost: per k, load the B vectors once, then for each row broadcast
             A[row, k] and FMA it into that row's accumulators.
   tails     the last row tile has fewer rows, the last column tile narrower vectors (down to a
@@ -26,10 +27,32 @@ from iree_py.codegen.llvm.epilogue import (TilePosition, apply_epilogue, carried
                                            simple_loop, splat, store_tile, zero)
 from iree_py.codegen.target import Target
 
-ROWS_PER_TILE = 6
-VECTORS_PER_TILE = 2
-ROW_BLOCK_TILES = 8      # a workgroup covers up to 48 rows ...
-COLUMN_BLOCK_TILES = 4   # ... and up to 4 column tiles (64 columns with 8 lanes)
+ROW_BLOCK_ROWS = 48      # a workgroup covers about this many rows ...
+COLUMN_BLOCK_TILES = 4   # ... and up to 4 column tiles
+
+
+@dataclass(frozen=True)
+class MatmulTiling:
+    """Register tile (rows × vectors of `lanes` columns) and workgroup block, from the target."""
+
+    rows: int
+    vectors: int
+    lanes: int
+    row_block_tiles: int
+    column_block_tiles: int
+
+    @property
+    def tile_cols(self) -> int:
+        return self.vectors * self.lanes
+
+
+def matmul_tiling(target: Target) -> MatmulTiling:
+    """rows × vectors accumulators plus `vectors` B vectors and one broadcast fill the target's
+    vector registers: 16 registers → 6 × 2, 32 registers (AVX-512, NEON) → 9 × 3."""
+    lanes = lanes_f32(target)
+    vectors = 3 if target.vector_registers >= 32 else 2
+    rows = max(1, (target.vector_registers - vectors - 1) // vectors)
+    return MatmulTiling(rows, vectors, lanes, max(1, -(-ROW_BLOCK_ROWS // rows)), COLUMN_BLOCK_TILES)
 
 
 @dataclass(frozen=True)
@@ -146,12 +169,12 @@ def _emit_tile(b: ir.IRBuilder, spec: KernelSpec, shape: MatmulShape, ops: _Oper
 
 
 def _emit_row_tiles(b: ir.IRBuilder, spec: KernelSpec, shape: MatmulShape, ops: _Operands,
-                    row_begin: ir.Value, row_full_end: ir.Value, has_row_tail: ir.Value,
+                    tiling: MatmulTiling, row_begin: ir.Value, row_full_end: ir.Value, has_row_tail: ir.Value,
                     widths: tuple[int, ...], col: ir.Value) -> None:
     """One column tile (`widths`) at `col` for every row tile of the workgroup, then the row tail."""
-    simple_loop(b, row_begin, row_full_end, ROWS_PER_TILE,
-                lambda row: _emit_tile(b, spec, shape, ops, ROWS_PER_TILE, widths, row, col), "m")
-    row_tail = shape.m % ROWS_PER_TILE
+    simple_loop(b, row_begin, row_full_end, tiling.rows,
+                lambda row: _emit_tile(b, spec, shape, ops, tiling.rows, widths, row, col), "m")
+    row_tail = shape.m % tiling.rows
     if row_tail:
         if_then(b, has_row_tail,
                 lambda: _emit_tile(b, spec, shape, ops, row_tail, widths, i64(shape.m - row_tail), col),
@@ -163,9 +186,10 @@ def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
         raise ValueError(f"matmul.build got kernel {spec.name} of kind {spec.kind!r}")
     shape = matmul_shape(spec)
     check_epilogue(spec.epilogue, len(spec.inputs), spec.name)
-    lanes = lanes_f32(target)
-    tile_cols = lanes * VECTORS_PER_TILE
-    block_rows, block_cols = ROWS_PER_TILE * ROW_BLOCK_TILES, tile_cols * COLUMN_BLOCK_TILES
+    tiling = matmul_tiling(target)
+    lanes, tile_cols = tiling.lanes, tiling.tile_cols
+    block_rows = tiling.rows * tiling.row_block_tiles
+    block_cols = tile_cols * tiling.column_block_tiles
     grid = (-(-shape.n // block_cols), -(-shape.m // block_rows), shape.batch_count)
 
     kb = begin_kernel(module, spec.name, target)
@@ -174,7 +198,7 @@ def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
     a_off, b_off, out_off = _batch_offsets(b, shape, kb.workgroup_id_index(2))
     ops = _Operands(inputs[0], inputs[1], kb.binding(len(spec.inputs)), inputs, a_off, b_off, out_off)
 
-    m_full, n_full = shape.m - shape.m % ROWS_PER_TILE, shape.n - shape.n % tile_cols
+    m_full, n_full = shape.m - shape.m % tiling.rows, shape.n - shape.n % tile_cols
     row_begin = b.mul(kb.workgroup_id_index(1), i64(block_rows))
     row_block_end = b.add(row_begin, i64(block_rows))
     row_full_end = imin(b, row_block_end, i64(m_full))
@@ -183,15 +207,15 @@ def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
     col_block_end = b.add(col_begin, i64(block_cols))
     col_full_end = imin(b, col_block_end, i64(n_full))
 
-    full_widths = (lanes,) * VECTORS_PER_TILE
+    full_widths = (lanes,) * tiling.vectors
     simple_loop(b, col_begin, col_full_end, tile_cols,
-                lambda col: _emit_row_tiles(b, spec, shape, ops, row_begin, row_full_end,
+                lambda col: _emit_row_tiles(b, spec, shape, ops, tiling, row_begin, row_full_end,
                                             has_row_tail, full_widths, col), "n")
     col_tail = shape.n - n_full
     if col_tail:
         tail_widths = vector_widths(col_tail, lanes)
         if_then(b, b.icmp_signed(">", col_block_end, i64(n_full)),
-                lambda: _emit_row_tiles(b, spec, shape, ops, row_begin, row_full_end, has_row_tail,
+                lambda: _emit_row_tiles(b, spec, shape, ops, tiling, row_begin, row_full_end, has_row_tail,
                                         tail_widths, i64(n_full)), "ntail")
     kb.finish()
 

@@ -72,7 +72,8 @@ def deduplicate(specs: list[KernelSpec]) -> tuple[list[KernelSpec], list[int]]:
             kept.append(spec)
         else:
             first = kept[unique[key]]
-            kept[unique[key]] = dataclasses.replace(first, source_nodes=first.source_nodes + spec.source_nodes)
+            kept[unique[key]] = dataclasses.replace(
+                first, source_nodes=tuple(dict.fromkeys(first.source_nodes + spec.source_nodes)))
         entry_of.append(unique[key])
     return kept, entry_of
 

@@ -43,7 +43,7 @@ def _attrs(node: Node) -> tuple[tuple[str, float], ...]:
 
 
 def _source_nodes(node: Node) -> tuple[str, ...]:
-    return (node.name, *(f.name for f in node.fused))
+    return tuple(dict.fromkeys([node.name, *(f.name for f in node.fused)]))  # Gemm -> MatMul + Add: one name
 
 
 def _unsupported(node: Node, why: str) -> CompileError:

@@ -5,6 +5,8 @@ against flatc's reading of the schema.
 """
 from __future__ import annotations
 
+import zlib
+
 import flatbuffers
 
 from iree_py.module.model import (CONSTANT_ALIGNMENT, EXECUTABLE_FORMATS, FILE_IDENTIFIER, Constant,
@@ -112,11 +114,12 @@ def _executable(b: flatbuffers.Builder, e: Executable) -> Offset:
     arch = b.CreateString(e.arch)
     entry_points = _table_vector(b, [_entry_point(b, ep) for ep in e.entry_points])
     code = _bytes(b, e.code, CONSTANT_ALIGNMENT)
-    b.StartObject(4)
+    b.StartObject(5)
     b.PrependUOffsetTRelativeSlot(0, arch, 0)
     b.PrependUint8Slot(1, EXECUTABLE_FORMATS.index(e.format), 0)
     b.PrependUOffsetTRelativeSlot(2, entry_points, 0)
     b.PrependUOffsetTRelativeSlot(3, code, 0)
+    b.PrependUint32Slot(4, zlib.crc32(e.code), 0)  # always derived from the code, never stored in the model
     return b.EndObject()
 
 

@@ -38,7 +38,7 @@ class LocalDevice:
 
     def _check(self, status: int, what: str) -> None:
         if status != 0:
-            message = self.lib.irp_runtime_error_message(self.runtime).decode() if self.runtime else ""
+            message = self.lib.irp_runtime_error_message(self.runtime).decode(errors="replace") if self.runtime else ""  # may quote corrupt module bytes
             raise IreeRuntimeError(f"{what}: {message or f'status {status}'}")
 
     def arena_size(self) -> int:

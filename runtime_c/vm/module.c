@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "../base/allocator.h"
+#include "../base/crc32.h"
 #include "flatbuf.h"
 #include "isa_generated.h"
 #include "verifier.h"
@@ -15,7 +16,7 @@ enum { FUNCTION_NAME, FUNCTION_EXPORTED, FUNCTION_INPUTS, FUNCTION_OUTPUTS, FUNC
 enum { SIG_NAME, SIG_DTYPE, SIG_SHAPE };
 enum { CONSTANT_NAME, CONSTANT_DATA };
 enum { ENTRY_NAME, ENTRY_BINDING_COUNT, ENTRY_PUSH_CONSTANT_COUNT, ENTRY_MIN_LENGTHS };
-enum { EXECUTABLE_ARCH, EXECUTABLE_FORMAT, EXECUTABLE_ENTRY_POINTS, EXECUTABLE_CODE };
+enum { EXECUTABLE_ARCH, EXECUTABLE_FORMAT, EXECUTABLE_ENTRY_POINTS, EXECUTABLE_CODE, EXECUTABLE_CODE_CRC32 };
 enum { PLAN_ARENA_SIZE };
 
 #define IRP_EXECUTABLE_FORMAT_ELF 0
@@ -203,6 +204,14 @@ static irp_status_t irp_load_executable(const irp_allocator_t* allocator, const 
   IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, EXECUTABLE_CODE, 1, &code));
   out_executable->code = fb->data + code.pos;
   out_executable->code_length = code.count;
+  uint32_t expected_crc;
+  IRP_RETURN_IF_ERROR(irp_fb_u32(fb, table, EXECUTABLE_CODE_CRC32, 0, &expected_crc));
+  uint32_t actual_crc = irp_crc32(out_executable->code, out_executable->code_length);
+  if (actual_crc != expected_crc) {
+    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE,
+                    "executable for %s is corrupt: its code has CRC-32 0x%08x, the module says 0x%08x",
+                    out_executable->arch, (unsigned)actual_crc, (unsigned)expected_crc);
+  }
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, entries.count, sizeof(irp_vm_entry_point_t), 8,
                                           fb->diag, (void**)&out_executable->entry_points));
   out_executable->entry_point_count = entries.count;

@@ -71,3 +71,12 @@ def test_corrupt_module_raises():
     data[4:8] = b"XXXX"
     with pytest.raises(iree_py.IreePyError):
         iree_py.load(bytes(data))
+
+
+def test_flipped_kernel_byte_is_refused_at_load():
+    data = two_input_module()
+    code = read_module(data).executables[0].code
+    at = data.find(code) + len(code) // 2
+    corrupt = data[:at] + bytes([data[at] ^ 0x10]) + data[at + 1:]
+    with pytest.raises(iree_py.IreeRuntimeError, match=r"executable for x86_64 is corrupt: its code has CRC-32"):
+        iree_py.load(corrupt)

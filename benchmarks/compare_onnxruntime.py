@@ -3,8 +3,8 @@
     python benchmarks/compare_onnxruntime.py [--models small_cnn,mlp,squeezenet] [--repeat 20]
 
 For each model: compile time and module size (iree-py), median latency of repeated runs, and peak
-memory (the growth of the process's peak RSS from loading and running the model, measured in a fresh
-process per engine so neither sees the other's allocations). Ratios are iree-py / onnxruntime:
+memory (the growth of the process's peak RSS, VmHWM, from loading and running the model, measured in
+a fresh process per engine so neither sees the other's allocations). Ratios are iree-py / onnxruntime:
 below 1 means iree-py is faster or smaller.
 """
 from __future__ import annotations
@@ -24,20 +24,24 @@ DEFAULT_MODELS = ["small_cnn", "mlp", "squeezenet", "inception_v1", "resnet50"]
 
 # Runs in a fresh process: load + run one engine, print JSON {median_ms, peak_rss_growth_kb}.
 WORKER = r'''
-import json, resource, sys, time
+import json, sys, time
 import numpy as np
+def peak_rss_kb():  # VmHWM belongs to this process's own address space (ru_maxrss can carry the parent's)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
 engine, model_path, input_path, repeat = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 x = np.load(input_path)
 if engine == "iree-py":
     import iree_py
     from iree_py.runtime import capi
     capi.library()
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base = peak_rss_kb()
     m = iree_py.load(model_path)
     run = lambda: m.main(x)
 else:
     import onnxruntime as ort
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base = peak_rss_kb()
     o = ort.SessionOptions(); o.intra_op_num_threads = 1; o.inter_op_num_threads = 1
     s = ort.InferenceSession(model_path, o, providers=["CPUExecutionProvider"])
     name = s.get_inputs()[0].name
@@ -46,7 +50,7 @@ run()
 times = []
 for _ in range(repeat):
     t = time.perf_counter(); run(); times.append(time.perf_counter() - t)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = peak_rss_kb()
 print(json.dumps({"median_ms": 1000 * sorted(times)[len(times) // 2], "peak_rss_growth_kb": peak - base}))
 '''
 

@@ -5,10 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
-  make gcc gcc-multilib             # gcc -m32: the kernel ABI layout test for 32-bit targets
+  make gcc
   lld                              # ld.lld links kernel objects into one ELF per target
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross   # the runtime cross-built for arm64
-  qemu-user                        # qemu-aarch64 runs arm64 modules here
+  gcc-arm-linux-gnueabihf libc6-dev-armhf-cross # 32-bit ARM: the kernel ABI layout test
+                                   # (not gcc-multilib: Debian won't install it beside cross compilers)
+  qemu-user                        # qemu-aarch64 runs arm64 modules here; qemu-arm the 32-bit probe
   flatbuffers-compiler             # flatc: the module schema test
 )
 missing=()
@@ -21,4 +23,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e ".[test]"
+python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".[test]"

@@ -57,7 +57,6 @@ class _T:
         if not o:
             return []
         start, n = self.t.Vector(o), self.t.VectorLen(o)
-        size = struct.calcsize(fmt)
         return list(struct.unpack_from(f"<{n}{fmt}", self.t.Bytes, start)) if n else []
 
     def bytes_(self, slot: int) -> tuple[bytes, int]:
@@ -69,9 +68,11 @@ class _T:
         return bytes(self.t.Bytes[start:start + n]), start
 
 
-def read_module(data: bytes) -> Module:
+def read_module(data: bytes | memoryview, payloads: bool = True) -> Module:
+    """The whole module; with payloads=False, constants' data and kernel code are left empty
+    (b""), so reading the signature of a large model copies no weights."""
     try:
-        return _read(bytes(data))
+        return _read(data if isinstance(data, bytes) else memoryview(data).cast("B"), payloads)
     except ModuleFormatError:
         raise
     except (struct.error, IndexError, ValueError, UnicodeDecodeError) as e:
@@ -84,15 +85,16 @@ def constant_offsets(data: bytes) -> list[int]:
     return [c.bytes_(1)[1] for c in root.tables(3)]
 
 
-def _root(data: bytes) -> _T:
+def _root(data: bytes | memoryview) -> _T:
     if len(data) < 8:
         raise ModuleFormatError(f"not an iree-py module: {len(data)} bytes is too short")
-    if data[4:8] != FILE_IDENTIFIER:
-        raise ModuleFormatError(f"not an iree-py module: file identifier is {data[4:8]!r}, expected {FILE_IDENTIFIER!r}")
+    if bytes(data[4:8]) != FILE_IDENTIFIER:
+        raise ModuleFormatError(f"not an iree-py module: file identifier is {bytes(data[4:8])!r}, "
+                                f"expected {FILE_IDENTIFIER!r}")
     return _T(data, encode.Get(N.UOffsetTFlags.packer_type, data, 0))
 
 
-def _read(data: bytes) -> Module:
+def _read(data: bytes | memoryview, payloads: bool) -> Module:
     root = _root(data)
     plan = root.table(5)
     debug = root.table(6)
@@ -100,8 +102,8 @@ def _read(data: bytes) -> Module:
         format_version=root.scalar(0, N.Uint32Flags),
         name=root.string(1),
         functions=[_function(f) for f in root.tables(2)],
-        constants=[Constant(c.string(0), c.bytes_(1)[0]) for c in root.tables(3)],
-        executables=[_executable(e) for e in root.tables(4)],
+        constants=[Constant(c.string(0), c.bytes_(1)[0] if payloads else b"") for c in root.tables(3)],
+        executables=[_executable(e, payloads) for e in root.tables(4)],
         memory_plan=MemoryPlan(plan.scalar(0, N.Uint64Flags),
                                [PlannedBuffer(p.string(0), p.scalar(1, N.Uint64Flags), p.scalar(2, N.Uint64Flags))
                                 for p in plan.tables(1)]) if plan else MemoryPlan(0),
@@ -121,8 +123,8 @@ def _function(t: _T) -> Function:
                     ref_register_count=t.scalar(5, N.Uint16Flags), bytecode=t.bytes_(6)[0])
 
 
-def _executable(t: _T) -> Executable:
+def _executable(t: _T, payloads: bool) -> Executable:
     entries = [EntryPoint(e.string(0), e.scalar(1, N.Uint16Flags), e.scalar(2, N.Uint16Flags), e.scalars(3, "Q"))
                for e in t.tables(2)]
     return Executable(arch=t.string(0), format=EXECUTABLE_FORMATS[t.scalar(1, N.Uint8Flags)],
-                      entry_points=entries, code=t.bytes_(3)[0])
+                      entry_points=entries, code=t.bytes_(3)[0] if payloads else b"")

@@ -19,16 +19,30 @@ from iree_py.runtime.build import runner_for
 HOST_ARCH = {"x86_64": "x86_64", "AMD64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}[platform.machine()]
 
 
+def module_image(source: bytes | Path) -> np.ndarray:
+    """The module's bytes in a 64-byte aligned buffer (so constants are aligned too), read
+    straight from the file when given a path: the one copy of the weights this process holds."""
+    size = len(source) if isinstance(source, (bytes, bytearray)) else Path(source).stat().st_size
+    storage = np.empty(size + 64, dtype=np.uint8)
+    start = (-storage.ctypes.data) % 64
+    image = storage[start:start + size]
+    if isinstance(source, (bytes, bytearray)):
+        image[:] = np.frombuffer(source, dtype=np.uint8)
+    else:
+        with open(source, "rb") as f:
+            if f.readinto(memoryview(image)) != size:
+                raise IreePyError(f"{source}: could not read {size} bytes")
+    return image
+
+
 class LocalDevice:
     """The host runtime library, called through its C API."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, image: np.ndarray | bytes) -> None:
         self.lib = capi.library()
-        # The module bytes must stay put while loaded; keep them 64-byte aligned so constants are too.
-        self._storage = np.empty(len(data) + 64, dtype=np.uint8)
-        start = (-self._storage.ctypes.data) % 64
-        self._bytes = self._storage[start:start + len(data)]
-        self._bytes[:] = np.frombuffer(data, dtype=np.uint8)
+        # The runtime uses the module's constants in place: the image must outlive the module.
+        self._bytes = image if isinstance(image, np.ndarray) else module_image(image)
+        data = self._bytes
         self.runtime = ctypes.c_void_p()
         allocator = self.lib.irp_allocator_system()
         self._check(self.lib.irp_runtime_create(ctypes.byref(allocator), ctypes.byref(self.runtime)), "create runtime")
@@ -84,15 +98,15 @@ def qemu_target_for(arch: str) -> Target:
 class QemuDevice:
     """The runner cross-built for the module's architecture, run under qemu-user; tensors go through files."""
 
-    def __init__(self, data: bytes, arch: str) -> None:
+    def __init__(self, image: np.ndarray, arch: str) -> None:
         self.target = qemu_target_for(arch)
         self.runner = runner_for(self.target.name, self.target.cross_cc)
-        self.data = data
+        self.image = image
 
     def call(self, fn: Function, inputs: list[np.ndarray], repeat: int = 0) -> list[np.ndarray]:
         with tempfile.TemporaryDirectory(prefix="iree-py-") as tmp:
             d = Path(tmp)
-            (d / "m.vmfb").write_bytes(self.data)
+            self.image.tofile(d / "m.vmfb")
             cmd = [self.target.qemu, str(self.runner), str(d / "m.vmfb"), f"--function={fn.name}"]
             for i, a in enumerate(inputs):
                 (d / f"in{i}.bin").write_bytes(a.tobytes())
@@ -108,14 +122,14 @@ class QemuDevice:
                     for i, s in enumerate(fn.outputs)]
 
 
-def open_device(device: str, data: bytes, module: Module) -> LocalDevice | QemuDevice:
+def open_device(device: str, image: np.ndarray, module: Module) -> LocalDevice | QemuDevice:
     archs = [e.arch for e in module.executables]
     arch = archs[0] if archs else HOST_ARCH
     if device in ("local", "host"):
         if arch != HOST_ARCH:
             raise IreePyError(f"this module was compiled for {arch}; this host is {HOST_ARCH}: "
                               f"run it with device='qemu' (--device=qemu)")
-        return LocalDevice(data)
+        return LocalDevice(image)
     if device == "qemu" or device.startswith("qemu-"):
-        return QemuDevice(data, device.removeprefix("qemu-") if device.startswith("qemu-") else arch)
+        return QemuDevice(image, device.removeprefix("qemu-") if device.startswith("qemu-") else arch)
     raise IreePyError(f"unknown device {device!r}: use 'local' or 'qemu'")

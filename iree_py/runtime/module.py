@@ -7,7 +7,8 @@ import numpy as np
 
 from iree_py.module.model import Function, Module
 from iree_py.module.reader import read_module
-from iree_py.runtime.devices import open_device
+from iree_py.errors import IreePyError
+from iree_py.runtime.devices import module_image, open_device
 from iree_py.runtime.signature import check_inputs
 
 
@@ -40,10 +41,10 @@ class LoadedFunction:
 
 
 class LoadedModule:
-    def __init__(self, data: bytes, device: str = "local") -> None:
-        self.data = data
-        self.module: Module = read_module(data)
-        self.device = open_device(device, data, self.module)
+    def __init__(self, source: bytes | Path, device: str = "local") -> None:
+        image = module_image(source)
+        self.module: Module = read_module(image.data, payloads=False)  # signatures only, no weight copies
+        self.device = open_device(device, image, self.module)
         self.functions = {f.name: LoadedFunction(self, f) for f in self.module.functions if f.exported}
 
     def __getattr__(self, name: str) -> LoadedFunction:
@@ -54,5 +55,7 @@ class LoadedModule:
 
 
 def load(module: bytes | str | Path, device: str = "local") -> LoadedModule:
-    data = module if isinstance(module, (bytes, bytearray)) else Path(module).read_bytes()
-    return LoadedModule(bytes(data), device)
+    source = bytes(module) if isinstance(module, (bytes, bytearray, memoryview)) else Path(module)
+    if isinstance(source, Path) and not source.exists():
+        raise IreePyError(f"module file {source} does not exist")
+    return LoadedModule(source, device)

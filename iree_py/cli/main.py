@@ -1,4 +1,4 @@
-"""The `iree-py` command: compile | run | dump."""
+"""The `iree-py` command: compile | run | benchmark | dump."""
 from __future__ import annotations
 
 import argparse
@@ -46,6 +46,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_benchmark(args: argparse.Namespace) -> int:
+    from iree_py.cli.benchmark import benchmark
+    from iree_py.cli.inputs import parse_input
+    from iree_py.runtime.module import load
+    module = load(args.module, device=args.device)
+    sys.stdout.write(benchmark(module, args.function, [parse_input(t) for t in args.input], args.repeat, args.profile))
+    return 0
+
+
 def _cmd_dump(args: argparse.Namespace) -> int:
     from iree_py.module.dump import dump_module
     from iree_py.module.reader import read_module
@@ -76,6 +85,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--input", action="append", default=[], help="@x.npy, SHAPExDTYPE=@x.npy or SHAPExDTYPE=1,2,3 (one per input, in order)")
     r.add_argument("--output", action="append", default=[], help="@y.npy: where to save each output (one per output, in order)")
     r.set_defaults(func=_cmd_run)
+
+    b = sub.add_parser("benchmark", help="time a module's function; --profile adds the time per kernel")
+    b.add_argument("module")
+    b.add_argument("--function", default="main")
+    b.add_argument("--device", default="local")
+    b.add_argument("--input", action="append", default=[], help="as for run")
+    b.add_argument("--repeat", type=int, default=20)
+    b.add_argument("--profile", action="store_true", help="time per kernel, with the source nodes behind each")
+    b.set_defaults(func=_cmd_benchmark)
 
     d = sub.add_parser("dump", help="print a module: functions, bytecode, kernels, constants, memory plan")
     d.add_argument("module")

@@ -6,6 +6,7 @@ import ctypes
 import platform
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +36,13 @@ def module_image(source: bytes | Path) -> np.ndarray:
     return image
 
 
+@dataclass(frozen=True)
+class KernelProfile:
+    entry_point: str
+    dispatches: int
+    nanoseconds: int
+
+
 class LocalDevice:
     """The host runtime library, called through its C API."""
 
@@ -57,6 +65,19 @@ class LocalDevice:
 
     def arena_size(self) -> int:
         return self.lib.irp_module_arena_size(self.module)
+
+    def set_profiling(self, enabled: bool) -> None:
+        """Count dispatches and time per entry point from now on (clears the counters)."""
+        self.lib.irp_module_set_profiling(self.module, int(enabled))
+
+    def profile(self) -> list[KernelProfile]:
+        out = []
+        for i in range(self.lib.irp_module_entry_point_count(self.module)):
+            name, dispatches, ns = ctypes.c_char_p(), ctypes.c_uint64(), ctypes.c_uint64()
+            self._check(self.lib.irp_module_entry_point_profile(self.module, i, ctypes.byref(name), ctypes.byref(dispatches),
+                                                                ctypes.byref(ns)), "profile")
+            out.append(KernelProfile(name.value.decode(), dispatches.value, ns.value))
+        return out
 
     def call(self, fn: Function, inputs: list[np.ndarray]) -> list[np.ndarray]:
         index = ctypes.c_int32()

@@ -19,6 +19,7 @@ struct irp_module_t {
   irp_vm_state_t state;
   irp_vm_ref_t* input_refs;  /* max inputs over functions */
   irp_vm_ref_t* output_refs; /* max outputs over functions */
+  irp_vm_entry_profile_t* profile; /* one slot per loaded entry point; state.profile points here when on */
 };
 
 irp_status_t irp_runtime_create(const irp_allocator_t* allocator, irp_runtime_t** out_runtime) {
@@ -69,6 +70,8 @@ static irp_status_t irp_module_allocate_state(irp_module_t* module) {
                                           (void**)&module->state.ref_registers));
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, (size_t)max_inputs, sizeof(irp_vm_ref_t), 8, diag,
                                           (void**)&module->input_refs));
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, vm->entry_point_count, sizeof(irp_vm_entry_profile_t), 8,
+                                          diag, (void**)&module->profile));
   return irp_allocate_zeroed(allocator, (size_t)max_outputs, sizeof(irp_vm_ref_t), 8, diag,
                              (void**)&module->output_refs);
 }
@@ -98,6 +101,7 @@ void irp_module_release(irp_module_t* module) {
   const irp_allocator_t* allocator = &module->runtime->allocator;
   irp_cpu_executables_unload(allocator, &module->vm);
   irp_vm_module_free(allocator, &module->vm);
+  irp_free(allocator, module->profile);
   irp_free(allocator, module->state.arena);
   irp_free(allocator, module->state.i64_registers);
   irp_free(allocator, module->state.ref_registers);
@@ -253,5 +257,38 @@ irp_status_t irp_call(irp_module_t* module, int32_t function, const irp_buffer_v
     irp_sig_to_view(sig, &out_outputs[i]);
     out_outputs[i].data = module->output_refs[i].data;
   }
+  return IRP_OK;
+}
+
+void irp_module_set_profiling(irp_module_t* module, int32_t enabled) {
+  if (module == NULL) return;
+  if (enabled && module->profile != NULL) {
+    memset(module->profile, 0, module->vm.entry_point_count * sizeof(irp_vm_entry_profile_t));
+  }
+  module->state.profile = enabled ? module->profile : NULL;
+}
+
+int32_t irp_module_entry_point_count(const irp_module_t* module) {
+  return module == NULL ? 0 : (int32_t)module->vm.entry_point_count;
+}
+
+irp_status_t irp_module_entry_point_profile(const irp_module_t* module, int32_t index, const char** out_name,
+                                           uint64_t* out_dispatches, uint64_t* out_nanoseconds) {
+  if (module == NULL || out_name == NULL || out_dispatches == NULL || out_nanoseconds == NULL) {
+    return IRP_INVALID_ARGUMENT;
+  }
+  if (index < 0 || (uint32_t)index >= module->vm.entry_point_count || module->profile == NULL) {
+    return IRP_FAIL(&module->runtime->diag, IRP_INVALID_ARGUMENT, "entry point %d does not exist (the module has %u)",
+                    index, module->vm.entry_point_count);
+  }
+  for (uint32_t e = 0; e < module->vm.executable_count; ++e) {
+    const irp_vm_executable_t* executable = &module->vm.executables[e];
+    uint32_t local = (uint32_t)index - executable->first_entry_index;
+    if ((uint32_t)index >= executable->first_entry_index && local < executable->entry_point_count) {
+      *out_name = executable->entry_points[local].name;
+    }
+  }
+  *out_dispatches = module->profile[index].dispatches;
+  *out_nanoseconds = module->profile[index].nanoseconds;
   return IRP_OK;
 }

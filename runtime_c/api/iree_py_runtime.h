@@ -94,6 +94,14 @@ size_t irp_module_arena_size(const irp_module_t* module);
 irp_status_t irp_call(irp_module_t* module, int32_t function, const irp_buffer_view_t* inputs,
                       int32_t input_count, irp_buffer_view_t* out_outputs, int32_t output_count);
 
+/* Profiling, off by default. While on, every dispatch adds one to its entry point's count and its
+ * duration to the entry point's time (nanoseconds; 0 on builds without a clock). Turning it on
+ * clears the counters. Entry points are numbered over the executables this build loaded. */
+void irp_module_set_profiling(irp_module_t* module, int32_t enabled);
+int32_t irp_module_entry_point_count(const irp_module_t* module);
+irp_status_t irp_module_entry_point_profile(const irp_module_t* module, int32_t index, const char** out_name,
+                                           uint64_t* out_dispatches, uint64_t* out_nanoseconds);
+
 #ifdef __cplusplus
 }
 #endif

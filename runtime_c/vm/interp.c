@@ -1,5 +1,7 @@
 #include "interp.h"
 
+#include "../base/clock.h"
+
 #include <string.h>
 
 #include "flatbuf.h"
@@ -69,6 +71,7 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
   };
   irp_kernel_fn_t kernel = executable->kernels[entry_index];
   irp_workgroup_state_t workgroup = {{0, 0, 0}, 0};
+  uint64_t started = state->profile != NULL ? irp_clock_ns() : 0;
   for (uint32_t z = 0; z < dispatch_state.workgroup_count[2]; ++z) {
     for (uint32_t y = 0; y < dispatch_state.workgroup_count[1]; ++y) {
       for (uint32_t x = 0; x < dispatch_state.workgroup_count[0]; ++x) {
@@ -83,6 +86,11 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
         }
       }
     }
+  }
+  if (state->profile != NULL) {
+    irp_vm_entry_profile_t* slot = &state->profile[executable->first_entry_index + entry_index];
+    slot->dispatches += 1;
+    slot->nanoseconds += irp_clock_ns() - started;
   }
   return IRP_OK;
 }

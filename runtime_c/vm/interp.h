@@ -18,12 +18,20 @@ typedef struct irp_vm_ref_t {
   bool read_only;
 } irp_vm_ref_t;
 
+/* What one entry point has cost since profiling was turned on. */
+typedef struct irp_vm_entry_profile_t {
+  uint64_t dispatches;
+  uint64_t nanoseconds;
+} irp_vm_entry_profile_t;
+
 /* Storage for one call, sized at module load: module->max_*_registers registers, and
- * module->arena_size bytes of arena. */
+ * module->arena_size bytes of arena. `profile` is NULL (profiling off) or module->entry_point_count
+ * slots indexed by executable->first_entry_index + entry point. */
 typedef struct irp_vm_state_t {
   int64_t* i64_registers;
   irp_vm_ref_t* ref_registers;
   uint8_t* arena;
+  irp_vm_entry_profile_t* profile;
 } irp_vm_state_t;
 
 /* Runs module->functions[function] with its inputs (input_count == the function's input count,

@@ -253,7 +253,9 @@ static irp_status_t irp_load_executables(const irp_allocator_t* allocator, const
     if (strcmp(arch, IRP_ARCH_NAME) != 0) continue;
     irp_vm_executable_t* executable = &module->executables[module->executable_count++];
     executable->arch = arch;
+    executable->first_entry_index = module->entry_point_count;
     IRP_RETURN_IF_ERROR(irp_load_executable(allocator, fb, &table, executable));
+    module->entry_point_count += executable->entry_point_count;
   }
   if (module->executable_count == 0) {
     return IRP_FAIL(fb->diag, IRP_UNSUPPORTED,

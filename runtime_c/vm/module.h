@@ -51,6 +51,7 @@ typedef struct irp_vm_entry_point_t {
  * (runtime_c/hal/cpu_executable.c): one function per entry point, same order. */
 typedef struct irp_vm_executable_t {
   const char* arch;
+  uint32_t first_entry_index; /* of its entry points among all loaded ones (profiling slots) */
   uint32_t entry_point_count;
   irp_vm_entry_point_t* entry_points;
   const uint8_t* code;
@@ -69,6 +70,7 @@ typedef struct irp_vm_module_t {
    * `dispatch` indexes this list (in a single-architecture module that is the module's list). */
   uint32_t executable_count;
   irp_vm_executable_t* executables;
+  uint32_t entry_point_count; /* over the loaded executables */
   uint64_t arena_size;
   uint16_t max_i64_registers; /* over all functions */
   uint16_t max_ref_registers;

@@ -15,7 +15,7 @@ from iree_py.module import model as mod
 from iree_py.module.writer import write_module
 from iree_py.passes.pipeline import run_pipeline
 from iree_py.vm.lowering import HostProgram, lower_graph
-from iree_py.vm.memory_plan import ALIGNMENT, MemoryPlanResult, plan_memory, root_of
+from iree_py.vm.memory_plan import ALIGNMENT, MemoryPlanResult, plan_memory
 
 ModelSource = str | Path | bytes
 
@@ -36,23 +36,23 @@ def compile_model(model: ModelSource, options: CompileOptions | None = None) -> 
     graph = import_onnx(model, dims=options.dims)
     # 2. Optimize: fold constants and BatchNorm, fuse elementwise ops into their producers, drop dead code.
     graph = run_pipeline(graph, print_ir_after=options.print_ir_after, out=options.print_fn)
-    # 3. Partition: every remaining non-view node is one dispatch region -> one kernel spec.
-    dispatches = partition(graph)
-    # 4. Codegen: identical kernels share an entry point; all kernels -> one ELF for the target.
-    specs, entry_of = deduplicate([d.spec for d in dispatches])
-    blob = build_executable(specs, target)
-    # 5. Plan memory: arena offsets for every intermediate tensor.
+    # 3. Plan memory: arena offsets for every intermediate; Reshape and contiguous Concat become views.
     plan = plan_memory(graph)
     arena_size, output_copies = reserve_output_copies(graph, plan)
+    # 4. Partition: every node that is not a view is one dispatch region -> one kernel spec.
+    dispatches = partition(graph, plan.elided)
+    # 5. Codegen: identical kernels share an entry point; all kernels -> one ELF for the target.
+    specs, entry_of = deduplicate([d.spec for d in dispatches])
+    blob = build_executable(specs, target)
     # 6. Lower the host program to VM bytecode.
     program = lower_graph(graph, dispatches, entry_of, list(blob.kernels), plan, output_copies)
     # 7. Serialize the module.
     return write_module(build_module(graph, target, specs, blob, plan, arena_size, program, options.debug_info))
 
 
-def partition(graph: Graph) -> list[Dispatch]:
+def partition(graph: Graph, elided: set[int]) -> list[Dispatch]:
     defined = {id(v) for v in graph.inputs} | {id(o) for n in graph.nodes for o in n.outputs}
-    regions = [n for n in graph.nodes if n.op != "Reshape"]
+    regions = [n for n in graph.nodes if id(n) not in elided]
     return [dispatch_for(node, f"k{i}_{node.op.lower()}", defined) for i, node in enumerate(regions)]
 
 
@@ -83,7 +83,7 @@ def reserve_output_copies(graph: Graph, plan: MemoryPlanResult) -> tuple[int, di
     arena = plan.arena_size
     copies: dict[int, int] = {}
     for v in graph.outputs:
-        if id(root_of(v, plan.view_root)) in plan.storage_of or id(v) in copies:
+        if plan.storage(v) is not None or id(v) in copies:
             continue
         copies[id(v)] = arena
         arena += (v.type.num_bytes + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT

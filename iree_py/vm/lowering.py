@@ -12,7 +12,7 @@ from iree_py.codegen.dispatch import Dispatch
 from iree_py.codegen.kernel_spec import KernelInfo
 from iree_py.ir.graph import Graph, Value
 from iree_py.vm.encoder import BytecodeBuilder
-from iree_py.vm.memory_plan import MemoryPlanResult, root_of
+from iree_py.vm.memory_plan import MemoryPlanResult
 
 
 @dataclass
@@ -24,9 +24,12 @@ class HostProgram:
     copied_outputs: list[str] = field(default_factory=list)  # outputs that needed a copy into the arena
 
 
+RefKey = tuple[int, int, int]  # (id of the value owning the bytes, byte offset, byte length)
+
+
 @dataclass
 class _Registers:
-    refs: dict[int, int] = field(default_factory=dict)  # id(storage root value) -> ref register
+    refs: dict[RefKey, int] = field(default_factory=dict)  # one ref register per distinct view
     ints: dict[int, int] = field(default_factory=dict)  # constant value -> i64 register
     ref_count: int = 0
 
@@ -38,7 +41,7 @@ def lower_graph(graph: Graph, dispatches: list[Dispatch], entry_of: list[int], k
     code = BytecodeBuilder()
     regs = _Registers(ref_count=len(graph.inputs))
     for i, v in enumerate(graph.inputs):
-        regs.refs[id(v)] = i
+        regs.refs[(id(v), 0, v.type.num_bytes)] = i
     constants: list[Value] = []
 
     def int_reg(value: int) -> int:
@@ -52,19 +55,20 @@ def lower_graph(graph: Graph, dispatches: list[Dispatch], entry_of: list[int], k
         return regs.ref_count - 1
 
     def ref_of(v: Value) -> int:
-        root = root_of(v, plan.view_root)
-        if id(root) in regs.refs:
-            return regs.refs[id(root)]
+        root, offset = plan.locate(v)
+        key = (id(root), offset, v.type.num_bytes)
+        if key in regs.refs:
+            return regs.refs[key]
         r = new_ref()
-        if root.is_const:
+        storage = plan.storage_of.get(id(root))
+        if storage is not None:
+            code.emit("buffer_arena", r, storage.offset + offset, v.type.num_bytes)
+        elif root.is_const and offset == 0 and v.type.num_bytes == root.type.num_bytes:
             constants.append(root)
             code.emit("buffer_constant", r, len(constants) - 1)
-        elif id(root) in plan.storage_of:
-            storage = plan.storage_of[id(root)]
-            code.emit("buffer_arena", r, storage.offset, root.type.num_bytes)
         else:
-            raise AssertionError(f"value {v.name} has no storage")
-        regs.refs[id(root)] = r
+            raise AssertionError(f"value {v.name} is a {offset}-byte view of {root.name}, which has no storage")
+        regs.refs[key] = r
         return r
 
     for dispatch, entry in zip(dispatches, entry_of):
@@ -77,8 +81,7 @@ def lower_graph(graph: Graph, dispatches: list[Dispatch], entry_of: list[int], k
     results = []
     copied = []
     for v in graph.outputs:
-        root = root_of(v, plan.view_root)
-        if id(root) in plan.storage_of:
+        if plan.storage(v) is not None:
             results.append(ref_of(v))
             continue
         dst = new_ref()

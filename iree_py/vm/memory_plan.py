@@ -1,39 +1,55 @@
 """Static memory planning: every intermediate tensor gets an offset in one arena.
 
-Buffers whose lifetimes do not overlap share arena space. A Reshape produces no buffer: its result
-is a view of its input's storage, which then lives as long as any of its views. Lifetimes are
-closed intervals of node indices, so a kernel's output never overlaps its own inputs.
-Placement is greedy, largest buffer first, at the lowest offset that fits between the buffers
-already placed whose lifetimes overlap (the classic offline planner, as in TFLite Micro).
+Some nodes need no kernel, because their result is a view of other storage:
+- a Reshape's result is its input's bytes;
+- a Concat whose inputs are all kernel results and whose slices are contiguous (every dim before
+  the axis is 1) is done in place: each input is computed straight into its slice of the output,
+  so nothing is copied. Nested concats (DenseNet) compose.
+Every other result owns a Storage. A storage lives from the first definition of any value in it
+to the last read of any of them (graph outputs: to the end); lifetimes are closed intervals of
+node indices, so a kernel's output never overlaps its own inputs. Placement is greedy, largest
+first, at the lowest offset that fits between the placed storages whose lifetimes overlap
+(the classic offline planner, as in TFLite Micro).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 from iree_py.ir.graph import Graph, Node, Value
 
 ALIGNMENT = 64
-VIEW_OPS = ("Reshape",)
 
 
 @dataclass
 class Storage:
-    """One arena allocation; `values` are the IR values that live in it (the producer's result and its views)."""
+    """One arena allocation, named after the value that owns it."""
 
     name: str
     size: int
     first: int
     last: int
     offset: int = -1
-    values: list[Value] | None = None
 
 
 @dataclass
 class MemoryPlanResult:
     arena_size: int
     storages: list[Storage]
-    storage_of: dict[int, Storage]  # id(value) -> storage, for every value that lives in the arena
-    view_root: dict[int, Value]     # id(value) -> the value whose storage it views (itself if none)
+    storage_of: dict[int, Storage]              # id(root value) -> its storage
+    parent: dict[int, tuple[Value, int]]        # id(value) -> (value it is a view of, byte offset)
+    elided: set[int] = field(default_factory=set)  # ids of nodes that need no kernel
+
+    def locate(self, value: Value) -> tuple[Value, int]:
+        """The value owning `value`'s bytes (a storage root, graph input or constant) and the offset."""
+        offset = 0
+        while id(value) in self.parent:
+            value, step = self.parent[id(value)]
+            offset += step
+        return value, offset
+
+    def storage(self, value: Value) -> Storage | None:
+        return self.storage_of.get(id(self.locate(value)[0]))
 
 
 def _align(n: int) -> int:
@@ -45,37 +61,61 @@ def region_inputs(node: Node) -> list[Value]:
     return [*node.inputs, *(v for f in node.fused for v in f.inputs)]
 
 
-def root_of(value: Value, view_root: dict[int, Value]) -> Value:
-    return view_root.get(id(value), value)
+def _concat_in_place(node: Node, storages: dict[int, Storage], parent: dict[int, tuple[Value, int]]) -> bool:
+    """Make the inputs of Concat `node` views into its output, if every input can be one."""
+    out = node.outputs[0]
+    axis = node.attrs["axis"]
+    ids = [id(v) for v in node.inputs]
+    if math.prod(out.type.shape[:axis]) != 1 or len(set(ids)) != len(ids):
+        return False
+    if not all(i in storages and i not in parent for i in ids):
+        return False  # a graph input, a constant, a view, or already a slice of another concat
+    offset = 0
+    for v in node.inputs:
+        parent[id(v)] = (out, offset)
+        del storages[id(v)]
+        offset += v.type.num_bytes
+    return True
 
 
-def plan_memory(graph: Graph, extra_outputs: list[Value] | None = None) -> MemoryPlanResult:
+def plan_memory(graph: Graph) -> MemoryPlanResult:
     """Plan the arena for `graph`'s node results. Graph inputs and constants are not in the arena."""
-    view_root: dict[int, Value] = {}
+    parent: dict[int, tuple[Value, int]] = {}
     storages: dict[int, Storage] = {}
-    end = len(graph.nodes)
+    elided: set[int] = set()
+    defined_at: dict[int, int] = {}
     for index, node in enumerate(graph.nodes):
-        if node.op in VIEW_OPS:
-            view_root[id(node.outputs[0])] = root_of(node.inputs[0], view_root)
+        for out in node.outputs:
+            defined_at[id(out)] = index
+        if node.op == "Reshape":
+            parent[id(node.outputs[0])] = (node.inputs[0], 0)
+            elided.add(id(node))
             continue
         for out in node.outputs:
-            storages[id(out)] = Storage(out.name, _align(out.type.num_bytes), index, index, values=[out])
-    for index, node in enumerate(graph.nodes):
-        for v in region_inputs(node):
-            if v is not None and id(root_of(v, view_root)) in storages:
-                s = storages[id(root_of(v, view_root))]
-                s.last = max(s.last, index)
-    for v in [*graph.outputs, *(extra_outputs or [])]:
-        root = root_of(v, view_root)
-        if id(root) in storages:
-            storages[id(root)].last = end
-    for v_id, root in view_root.items():
-        if id(root) in storages:
-            storages[id(root)].values.append(next(out for n in graph.nodes for out in n.outputs if id(out) == v_id))
+            storages[id(out)] = Storage(out.name, _align(out.type.num_bytes), index, index)
+        if node.op == "Concat" and _concat_in_place(node, storages, parent):
+            elided.add(id(node))
 
-    arena = _place(list(storages.values()))
-    storage_of = {id(v): s for s in storages.values() for v in s.values or []}
-    return MemoryPlanResult(arena, sorted(storages.values(), key=lambda s: s.first), storage_of, view_root)
+    plan = MemoryPlanResult(0, [], storages, parent, elided)
+    values = {id(v): v for v in graph.values()}
+    for value_id, index in defined_at.items():
+        s = plan.storage(values[value_id])
+        if s is not None:
+            s.first = min(s.first, index)
+    for index, node in enumerate(graph.nodes):
+        if id(node) in elided:
+            continue
+        for v in region_inputs(node):
+            s = plan.storage(v) if v is not None else None
+            if s is not None:
+                s.last = max(s.last, index)
+    for v in graph.outputs:
+        s = plan.storage(v)
+        if s is not None:
+            s.last = len(graph.nodes)
+    plan.arena_size = _place(list(storages.values()))
+    plan.storages = sorted(storages.values(), key=lambda s: (s.first, s.offset))
+    return plan
 
 
 def _place(storages: list[Storage]) -> int:

@@ -33,7 +33,8 @@ def test_lifetimes_and_reuse():
     offsets = {by_name[n].offset for n in "bcd"}
     assert len(offsets) == 3
     assert plan.arena_size == 3 * 256
-    assert plan.storage_of[id(g.nodes[3].outputs[0])] is by_name["c"]
+    assert plan.storage(g.nodes[3].outputs[0]) is by_name["c"]
+    assert id(g.nodes[3]) in plan.elided
 
 
 def test_no_two_live_buffers_overlap():
@@ -69,3 +70,45 @@ def test_operands_of_fused_ops_stay_alive():
     by_name = {s.name: s for s in plan.storages}
     assert by_name["r"].last == 2
     assert by_name["r"].offset not in (by_name["mid"].offset, by_name["y"].offset)
+
+
+def concat_graph(batch: int = 1, second_input_is_graph_input: bool = False) -> Graph:
+    """a = Relu(x), b = Sigmoid(x) (or the graph input x2), c = Concat(a, b, axis=1), y = Tanh(c)."""
+    x = Value("x", t(batch, 2, 3))
+    a = Value("a", t(batch, 2, 3))
+    b = Value("x2", t(batch, 2, 3)) if second_input_is_graph_input else Value("b", t(batch, 2, 3))
+    c, y = Value("c", t(batch, 4, 3)), Value("y", t(batch, 4, 3))
+    nodes = [Node("Relu", [x], [a])]
+    if not second_input_is_graph_input:
+        nodes.append(Node("Sigmoid", [x], [b]))
+    nodes += [Node("Concat", [a, b], [c], {"axis": 1}), Node("Tanh", [c], [y])]
+    return Graph("g", [x, b] if second_input_is_graph_input else [x], [y], nodes)
+
+
+def test_contiguous_concat_is_done_in_place():
+    g = concat_graph()
+    plan = plan_memory(g)
+    a, b = g.nodes[0].outputs[0], g.nodes[1].outputs[0]
+    c = g.nodes[2].outputs[0]
+    assert id(g.nodes[2]) in plan.elided
+    assert plan.locate(a) == (c, 0) and plan.locate(b) == (c, 24)
+    assert plan.storage(a) is plan.storage(c)
+    assert plan.storage(c).first == 0  # lives from the first part's definition
+
+
+def test_concat_stays_a_kernel_when_slices_are_not_contiguous_or_an_input_is_outside_the_arena():
+    assert id(concat_graph(batch=2).nodes[2]) not in plan_memory(concat_graph(batch=2)).elided
+    g = concat_graph(second_input_is_graph_input=True)
+    assert id(g.nodes[1]) not in plan_memory(g).elided
+
+
+def test_nested_concats_compose():
+    """DenseNet-style: c1 = Concat(a, b); c2 = Concat(c1, d): a, b, d all land in c2's storage."""
+    x = Value("x", t(1, 1, 4))
+    a, b, d = (Value(n, t(1, 1, 4)) for n in "abd")
+    c1, c2 = Value("c1", t(1, 2, 4)), Value("c2", t(1, 3, 4))
+    nodes = [Node("Relu", [x], [a]), Node("Relu", [x], [b]), Node("Concat", [a, b], [c1], {"axis": 1}),
+             Node("Sigmoid", [c1], [d]), Node("Concat", [c1, d], [c2], {"axis": 1})]
+    plan = plan_memory(Graph("g", [x], [c2], nodes))
+    assert [plan.locate(v) for v in (a, b, d)] == [(c2, 0), (c2, 16), (c2, 32)]
+    assert len(plan.storages) == 1 and plan.arena_size == 64

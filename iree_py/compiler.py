@@ -40,7 +40,7 @@ def compile_model(model: ModelSource, options: CompileOptions | None = None) -> 
     plan = plan_memory(graph)
     arena_size, output_copies = reserve_output_copies(graph, plan)
     # 4. Partition: every node that is not a view is one dispatch region -> one kernel spec.
-    dispatches = partition(graph, plan.elided)
+    dispatches = partition(graph, plan.elided, target)
     # 5. Codegen: identical kernels share an entry point; all kernels -> one ELF for the target.
     specs, entry_of = deduplicate([d.spec for d in dispatches])
     blob = build_executable(specs, target)
@@ -50,10 +50,10 @@ def compile_model(model: ModelSource, options: CompileOptions | None = None) -> 
     return write_module(build_module(graph, target, specs, blob, plan, arena_size, program, options.debug_info))
 
 
-def partition(graph: Graph, elided: set[int]) -> list[Dispatch]:
+def partition(graph: Graph, elided: set[int], target: Target | None = None) -> list[Dispatch]:
     defined = {id(v) for v in graph.inputs} | {id(o) for n in graph.nodes for o in n.outputs}
     regions = [n for n in graph.nodes if id(n) not in elided]
-    return [dispatch_for(node, f"k{i}_{node.op.lower()}", defined) for i, node in enumerate(regions)]
+    return [dispatch_for(node, f"k{i}_{node.op.lower()}", defined, target) for i, node in enumerate(regions)]
 
 
 def _spec_key(spec: KernelSpec) -> str:

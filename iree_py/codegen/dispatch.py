@@ -3,15 +3,21 @@
 After the passes, every node that is not a view (Reshape) is one dispatch region: its op, plus the
 elementwise nodes the fusion pass folded into it (`node.fused`, applied in order). This module
 decides the kernel kind, its inputs (the bindings) and, for fused elementwise ops, the epilogue or
-the elementwise expression.
+the elementwise expression. Given the target, it also re-lays out constant conv weights for the
+code path codegen picks (codegen/weight_packing.py).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from iree_py.codegen.kernel_spec import BINARY_OPS, UNARY_OPS, EpilogueOp, Expr, ExprStep, KernelSpec
+from iree_py.codegen.llvm.conv import choose_conv_strategy, conv_shape
+from iree_py.codegen.target import Target
+from iree_py.codegen.weight_packing import M_BLOCKED, pack_m_blocked
 from iree_py.errors import CompileError
 from iree_py.ir.graph import Node, Value
+from iree_py.ir.types import TensorType
 
 ELEMENTWISE_OPS = (*UNARY_OPS, *BINARY_OPS)
 
@@ -131,8 +137,32 @@ def _elementwise_spec(node: Node, name: str, defined: set[int]) -> Dispatch:
     return Dispatch(node, spec, inputs, [out])
 
 
-def dispatch_for(node: Node, name: str, defined: set[int]) -> Dispatch:
-    """The kernel for one dispatch region. `defined`: ids of the graph's inputs and node results."""
+def _with_packed_conv_weight(dispatch: Dispatch, target: Target) -> Dispatch:
+    """A Conv whose weight is a constant and whose chosen code path (choose_conv_strategy) wants
+    it packed: the weight binding becomes a new constant holding the packed array, and the spec
+    says so (attrs weight_layout, weight_lanes). Any other dispatch: unchanged."""
+    x, weight = dispatch.inputs[0], dispatch.inputs[1]
+    if not weight.is_const or any(op.operand == 1 for op in dispatch.spec.epilogue):
+        return dispatch
+    if len(x.type.shape) != 4 or len(weight.type.shape) != 4:
+        return dispatch
+    strategy = choose_conv_strategy(conv_shape(dispatch.spec), target)
+    if strategy.path != "channels":
+        return dispatch
+    group = int(dispatch.spec.attrs.get("group", 1))
+    packed = pack_m_blocked(weight.const, group, strategy.lanes)
+    packed_value = Value(f"{weight.name}.{M_BLOCKED}{strategy.lanes}", TensorType(weight.type.dtype, packed.shape),
+                         const=packed)
+    inputs = [dispatch.inputs[0], packed_value, *dispatch.inputs[2:]]
+    spec = dataclasses.replace(dispatch.spec, inputs=tuple(v.type for v in inputs),
+                               attrs={**dispatch.spec.attrs, "weight_layout": M_BLOCKED,
+                                      "weight_lanes": strategy.lanes})
+    return Dispatch(dispatch.node, spec, inputs, dispatch.outputs)
+
+
+def dispatch_for(node: Node, name: str, defined: set[int], target: Target | None = None) -> Dispatch:
+    """The kernel for one dispatch region. `defined`: ids of the graph's inputs and node results.
+    With a `target`, kernels may get target-specific weight layouts (conv2d: weight_packing.py)."""
     for v in [*node.inputs, *node.outputs]:
         if v is not None and v.type.dtype.value != "f32":
             raise _unsupported(node, f"{v.type.dtype.value} tensors are not supported yet (value '{v.name}'); only f32 compute")
@@ -143,7 +173,10 @@ def dispatch_for(node: Node, name: str, defined: set[int]) -> Dispatch:
     kind, attr_names = DIRECT_KERNELS[node.op]
     attrs = {a: node.attrs[a] for a in attr_names}
     if node.op in EPILOGUE_ROOTS:
-        return _epilogue_spec(node, name, kind, attrs, defined)
+        dispatch = _epilogue_spec(node, name, kind, attrs, defined)
+        if node.op == "Conv" and target is not None:
+            dispatch = _with_packed_conv_weight(dispatch, target)
+        return dispatch
     if node.fused:
         raise _unsupported(node, "ops were fused into a kernel that takes no epilogue")
     inputs = [v for v in node.inputs if v is not None]

@@ -10,6 +10,7 @@ from iree_py.codegen.kernel_spec import EpilogueOp, KernelSpec
 from iree_py.codegen.llvm import conv, emit_assembly
 from iree_py.codegen.llvm.jit import run_kernels
 from iree_py.codegen.target import load_target
+from iree_py.codegen.weight_packing import M_BLOCKED, pack_m_blocked, unpack_m_blocked
 from iree_py.ir.types import DType, TensorType
 
 RTOL = 1e-5
@@ -234,3 +235,130 @@ def test_pointwise_conv_is_one_row_of_pixels():
     padded, _, _ = make_case("conv_pw_pad", 1, 16, 7, 9, 10, 1, 1, pads=(1, 1, 1, 1))
     shape = conv.conv_shape(padded)
     assert conv.pointwise_as_one_row(shape) is shape
+
+
+# ---------------------------------------------------------------------------------------------
+# The channel-vector path (conv_channels.py): weights packed m_blocked, vectors along M.
+
+
+def packed_case(spec: KernelSpec, inputs: list, lanes: int) -> tuple[KernelSpec, list]:
+    """`spec` and its inputs with the weight (input 1) packed m_blocked with V = `lanes`."""
+    weight = pack_m_blocked(inputs[1], int(spec.attrs.get("group", 1)), lanes)
+    packed_inputs = [inputs[0], weight, *inputs[2:]]
+    attrs = {**spec.attrs, "weight_layout": M_BLOCKED, "weight_lanes": lanes}
+    return (KernelSpec(spec.name, "conv2d", tuple(tensor(np.shape(a)) for a in packed_inputs), spec.outputs,
+                       attrs=attrs, epilogue=spec.epilogue), packed_inputs)
+
+
+def test_pack_m_blocked_layout_and_round_trip():
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal((2 * 21, 3, 2, 5)).astype(np.float32)   # group 2: 21 channels each
+    packed = pack_m_blocked(w, 2, 8)
+    assert packed.shape == (2 * 3, 2, 5, 3, 8)
+    # group 1, block 2, lane 4 is channel 21 + 2 * 8 + 4; tap (1, 3), input channel 2
+    assert packed[3 + 2, 1, 3, 2, 4] == w[21 + 20, 2, 1, 3]
+    assert np.all(packed[3 + 2, :, :, :, 5:] == 0), "padding lanes past the group's 21 channels are zero"
+    np.testing.assert_array_equal(unpack_m_blocked(packed, 42, 2), w)
+
+
+# (n, c, h, w, m, kh, kw, strides, pads (t, l, b, r), dilations, group): OW from 1 to 14
+CHANNEL_SHAPES = {
+    "7x7_pad1": (1, 8, 7, 7, 40, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    "14x14_stride2": (2, 6, 28, 28, 37, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 1),
+    "14x14_pad1": (1, 5, 14, 14, 16, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    "ow1_pad_only": (1, 4, 1, 1, 19, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    "ow2": (1, 7, 3, 2, 33, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    "ow3_stride2": (1, 4, 7, 7, 17, 3, 3, (2, 2), (0, 0, 1, 1), (1, 1), 1),
+    "13x13_1x1": (1, 9, 13, 13, 50, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    "1x1_stride2": (1, 9, 14, 14, 20, 1, 1, (2, 2), (0, 0, 0, 0), (1, 1), 1),
+    "5x5_pad2_ow9": (1, 3, 9, 9, 24, 5, 5, (1, 1), (2, 2, 2, 2), (1, 1), 1),
+    "dilation2": (1, 4, 11, 11, 18, 3, 3, (1, 1), (2, 2, 2, 2), (2, 2), 1),
+    "asym_pads": (1, 4, 9, 11, 21, 3, 3, (1, 1), (2, 0, 0, 1), (1, 1), 1),
+    "group2": (2, 8, 7, 9, 42, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 2),
+    "group3_stride2": (1, 12, 9, 9, 51, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 3),
+    "kernel_wider_than_image": (1, 2, 4, 4, 17, 5, 5, (1, 1), (3, 3, 3, 3), (1, 1), 1),
+    "tall_interior_6x4": (1, 6, 12, 4, 16, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+}
+
+
+@pytest.mark.parametrize("lanes", [16, 4])
+def test_conv_channel_vectors_against_numpy(lanes):
+    """All shapes in one library, each checked on its own; V = 16 (AVX-512 width) and V = 4 make
+    different full/partial channel vectors, tiles and tails."""
+    cases = []
+    for i, (name, dims) in enumerate(CHANNEL_SHAPES.items()):
+        spec, inputs, ref = make_case(f"convch{lanes}_{name}", *dims[:7], strides=dims[7], pads=dims[8],
+                                      dilations=dims[9], group=dims[10], bias=(i % 3 != 2), seed=50 + i)
+        cases.append((*packed_case(spec, inputs, lanes), ref))
+    got = run_kernels([c[0] for c in cases], [c[1] for c in cases])
+    for (spec, _, ref), (y,) in zip(cases, got):
+        assert_close(y, ref, spec.name)
+
+
+def _resized_operand(shape: tuple, m: int, out: tuple) -> tuple:
+    """An EPILOGUES operand shape moved to a conv with `m` channels and output `out`."""
+    if shape == OUT_EPI:
+        return out
+    return tuple(m if d == M_EPI else d for d in shape)
+
+
+def test_conv_channel_vectors_epilogues_against_numpy():
+    """Every EPILOGUES entry on the channel path: 21 channels (one full vector and a partial one
+    of 5 lanes with V = 16), border and interior pixels, N = 2."""
+    m = 21
+    specs, inputs, refs = [], [], []
+    for i, (name, (ops, operand_shapes)) in enumerate(EPILOGUES.items()):
+        base, args, ref = make_case(f"convch_epi_{name}", 2, 3, 7, 6, m, 3, 3, pads=(1, 1, 1, 1), seed=i)
+        out = tuple(base.outputs[0].shape)
+        rng = np.random.default_rng(200 + i)
+        shapes = [_resized_operand(tuple(s), m, out) for s in operand_shapes]
+        operands = [(rng.uniform(0.5, 1.5, s) * rng.choice([-1, 1], s)).astype(np.float32) for s in shapes]
+        all_inputs = args + operands
+        spec = KernelSpec(base.name, "conv2d", tuple(tensor(np.shape(a)) for a in all_inputs),
+                          base.outputs, attrs=base.attrs, epilogue=ops)
+        spec, packed_inputs = packed_case(spec, all_inputs, 16)
+        specs.append(spec)
+        inputs.append(packed_inputs)
+        refs.append(epilogue_reference(ops, ref, all_inputs, (1, m, 1, 1)))
+    got = run_kernels(specs, inputs)
+    for spec, ref, (y,) in zip(specs, refs, got):
+        assert_close(y, ref, spec.name)
+
+
+def test_conv_channel_vectors_grid_splits_work():
+    spec, inputs, _ = make_case("convch_info", 2, 64, 7, 7, 512, 3, 3, pads=(1, 1, 1, 1))
+    spec, packed_inputs = packed_case(spec, inputs, 16)
+    info = conv.build(spec, ir.Module(), load_target("host"))
+    gx, gy, gz = info.workgroup_count
+    assert gz == 2 and gx * gy >= 8, info.workgroup_count
+    assert info.binding_min_lengths == tuple(a.nbytes for a in packed_inputs) + (2 * 512 * 7 * 7 * 4,)
+
+
+def test_conv_channel_vectors_rejects_wrong_packed_shape():
+    spec, inputs, _ = make_case("convch_bad", 1, 4, 7, 7, 20, 3, 3, pads=(1, 1, 1, 1))
+    spec, _ = packed_case(spec, inputs, 16)
+    bad = KernelSpec(spec.name, "conv2d", (spec.inputs[0], tensor((1, 3, 3, 4, 16)), *spec.inputs[2:]),
+                     spec.outputs, attrs=spec.attrs)
+    with pytest.raises(ValueError, match="packed weight is"):
+        conv.build(bad, ir.Module(), load_target("x86_64"))
+
+
+def test_conv_channel_vectors_for_arm64_compiles():
+    spec, inputs, _ = make_case("convch_arm", 1, 8, 7, 7, 10, 3, 3, pads=(1, 1, 1, 1))
+    asm = emit_assembly([packed_case(spec, inputs, 4)[0]], load_target("arm64"))
+    assert "fmla" in asm
+
+
+def test_choose_conv_strategy():
+    """Channels for short output rows with a vector of output channels; columns otherwise."""
+    def strategy(dims, target="x86_64"):
+        spec, _, _ = make_case("convch_rule", *dims[:7], strides=dims[7], pads=dims[8], group=dims[9])
+        return conv.choose_conv_strategy(conv.conv_shape(spec), load_target(target))
+
+    late_3x3 = (1, 32, 7, 7, 64, 3, 3, (1, 1), (1, 1, 1, 1), 1)
+    assert strategy(late_3x3) == conv.ConvStrategy("channels", 8)
+    assert strategy(late_3x3, "arm64") == conv.ConvStrategy("channels", 4)
+    assert strategy((1, 8, 20, 20, 16, 3, 3, (1, 1), (1, 1, 1, 1), 1)).path == "columns"   # OW 20 >= 2 × 8
+    assert strategy((1, 32, 7, 7, 4, 3, 3, (1, 1), (1, 1, 1, 1), 1)).path == "columns"     # M < a vector
+    assert strategy((1, 32, 7, 7, 32, 3, 3, (1, 1), (1, 1, 1, 1), 32)).path == "columns"   # depthwise
+    assert strategy((1, 32, 7, 7, 64, 1, 1, (1, 1), (0, 0, 0, 0), 1)).path == "columns"    # one row of 49

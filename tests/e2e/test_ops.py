@@ -53,6 +53,9 @@ CASES = {
     "conv_1x7": conv((1, 4, 9, 9), (5, 4, 1, 7), pads=[0, 3, 0, 3]),
     "conv_1d": conv((2, 3, 17), (4, 3, 3), pads=[1, 1]),
     "conv_opset7": conv((1, 3, 6, 6), (4, 3, 3, 3), opset=7, pads=[1, 1, 1, 1]),
+    # Short output rows: the channel-vector conv path (conv_channels.py) with packed weights.
+    "conv_7x7_64to96_pad1": conv((1, 64, 7, 7), (96, 64, 3, 3), pads=[1, 1, 1, 1]),
+    "conv_14x14_stride2_m40": conv((2, 24, 28, 28), (40, 24, 3, 3), strides=[2, 2], pads=[1, 1, 1, 1]),
     # Gemm / MatMul.
     "gemm_plain": model([node("Gemm", ["a", "b", "c"])], {"a": (5, 7)}, ["y"], {"b": w(7, 3), "c": w(3)}),
     "gemm_trans_alpha_beta": model([node("Gemm", ["a", "b", "c"], transA=1, transB=1, alpha=0.5, beta=2.0)],

@@ -22,6 +22,11 @@ Structure (all sizes static):
             indexed by the output channel.
 Depthwise convs (C/group == 1, M/group == 1) fall out of the same code with one channel per tile
 and wider column tiles.
+
+Short output rows (late layers: 14×14, 7×7) rarely fill a column vector, so choose_conv_strategy
+sends those convs to conv_channels.py instead, which vectorizes over output channels and needs the
+weight packed (weight_packing.py); the compiler packs it when that path is chosen and the spec then
+says attrs["weight_layout"] == "m_blocked". build() hands such specs over.
 """
 from __future__ import annotations
 
@@ -30,7 +35,9 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import begin_kernel, lanes_f32, static_shape
+from iree_py.codegen.llvm.common import begin_kernel, lanes_f32
+from iree_py.codegen.llvm.conv_channels import build_channel_vectors
+from iree_py.codegen.llvm.conv_shape import ConvShape, conv_shape, pointwise_as_one_row, valid_range
 from iree_py.codegen.llvm.epilogue import (TilePosition, apply_epilogue, carried_loop,
                                            check_epilogue, fma, i64, if_then, imax, imin,
                                            load_strided_tile, load_tile, simple_loop, splat,
@@ -59,87 +66,6 @@ def conv_tiling(target: Target) -> ConvTiling:
     return ConvTiling(max(1, accumulators // 3), accumulators, lanes_f32(target))
 
 
-@dataclass(frozen=True)
-class ConvShape:
-    n: int
-    c: int
-    h: int
-    w: int
-    m: int
-    cg: int        # input channels per group
-    kh: int
-    kw: int
-    oh: int
-    ow: int
-    sh: int
-    sw: int
-    pt: int
-    pl: int
-    dh: int
-    dw: int
-    group: int
-    has_bias: bool
-
-    @property
-    def mg(self) -> int:
-        """Output channels per group."""
-        return self.m // self.group
-
-    def interior_columns(self) -> tuple[int, int]:
-        """[lo, hi): output columns whose every kernel column reads inside the image."""
-        lo = min(self.ow, -(-self.pl // self.sw))
-        last = self.w - 1 + self.pl - (self.kw - 1) * self.dw
-        hi = min(self.ow, last // self.sw + 1) if last >= 0 else lo
-        return lo, max(lo, hi)
-
-
-def _ints(attrs: dict, name: str, default: tuple[int, ...], kernel: str) -> tuple[int, ...]:
-    value = tuple(int(v) for v in attrs.get(name, default))
-    if len(value) != len(default):
-        raise ValueError(f"conv2d {kernel}: attribute {name} must have {len(default)} values, got {value}")
-    return value
-
-
-def conv_shape(spec: KernelSpec) -> ConvShape:
-    if len(spec.inputs) < 2 or len(spec.outputs) != 1:
-        raise ValueError(f"conv2d {spec.name}: expected inputs X, W (+ B, epilogue operands) and one "
-                         f"output, got {len(spec.inputs)} inputs and {len(spec.outputs)} outputs")
-    x = static_shape(spec.inputs[0], f"conv2d {spec.name} input X")
-    wt = static_shape(spec.inputs[1], f"conv2d {spec.name} input W")
-    y = static_shape(spec.outputs[0], f"conv2d {spec.name} output")
-    if len(x) != 4 or len(wt) != 4 or len(y) != 4:
-        raise ValueError(f"conv2d {spec.name}: X, W and Y must be 4-D, got {x}, {wt}, {y}")
-    sh, sw = _ints(spec.attrs, "strides", (1, 1), spec.name)
-    pt, pl, pb, pr = _ints(spec.attrs, "pads", (0, 0, 0, 0), spec.name)
-    dh, dw = _ints(spec.attrs, "dilations", (1, 1), spec.name)
-    group = int(spec.attrs.get("group", 1))
-    n, c, h, w = x
-    m, cg, kh, kw = wt
-    if group < 1 or c % group or m % group or c // group != cg:
-        raise ValueError(f"conv2d {spec.name}: X has {c} channels, W is {wt}, group {group}: "
-                         f"expected C/group == W.shape[1] and M divisible by group")
-    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
-    ow = (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
-    if y != (n, m, oh, ow):
-        raise ValueError(f"conv2d {spec.name}: output is {y}, expected {(n, m, oh, ow)}")
-    operands = {op.operand for op in spec.epilogue if op.operand is not None}
-    has_bias = len(spec.inputs) >= 3 and 2 not in operands
-    if has_bias and spec.inputs[2].num_elements != m:
-        raise ValueError(f"conv2d {spec.name}: bias (input 2) has {spec.inputs[2].num_elements} "
-                         f"elements, expected {m}")
-    return ConvShape(n, c, h, w, m, cg, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, group, has_bias)
-
-
-def pointwise_as_one_row(s: ConvShape) -> ConvShape:
-    """A 1×1 stride-1 unpadded conv is a matmul over pixels: with each image seen as one row of
-    H·W pixels (the same memory), every tile is interior and spans row ends. Other convs: `s`."""
-    if (s.kh, s.kw, s.sh, s.sw, s.pt, s.pl) != (1, 1, 1, 1, 0, 0) or (s.oh, s.ow) != (s.h, s.w):
-        return s
-    pixels = s.h * s.w
-    return ConvShape(s.n, s.c, 1, pixels, s.m, s.cg, 1, 1, 1, pixels, 1, 1, 0, 0, 1, 1, s.group,
-                     s.has_bias)
-
-
 @dataclass
 class _Row:
     """Everything fixed while one output row of one channel range is computed."""
@@ -154,16 +80,6 @@ class _Row:
     iy0: ir.Value         # oy * sh - pt
     ky_lo: ir.Value
     ky_hi: ir.Value
-
-
-def _valid_range(b: ir.IRBuilder, start: ir.Value, size: int, extent: int, dilation: int
-                 ) -> tuple[ir.Value, ir.Value]:
-    """[lo, hi) of kernel taps k < size with 0 <= start + k * dilation < extent (may be empty).
-    sdiv truncates toward zero; the clamps make that match the floor/ceil it stands for."""
-    lo = imax(b, i64(0), b.sdiv(b.add(b.neg(start), i64(dilation - 1)), i64(dilation)))
-    hi = imin(b, i64(size), imax(b, i64(0), b.sdiv(b.sub(i64(extent - 1 + dilation), start),
-                                                     i64(dilation))))
-    return lo, hi
 
 
 def _initial(b: ir.IRBuilder, s: ConvShape, row: _Row, channel: ir.Value, width: int) -> ir.Value:
@@ -220,7 +136,7 @@ def _emit_border_column(b: ir.IRBuilder, spec: KernelSpec, s: ConvShape, row: _R
                         channels: int, ox: ir.Value) -> None:
     """One output column whose receptive field leaves the image: scalar, kx range per column."""
     ix0 = b.sub(b.mul(ox, i64(s.sw)), i64(s.pl))
-    kx_lo, kx_hi = _valid_range(b, ix0, s.kw, s.w, s.dw)
+    kx_lo, kx_hi = valid_range(b, ix0, s.kw, s.w, s.dw)
     taps = s.kh * s.kw
     w_channel = [b.mul(b.add(m, i64(r)), i64(s.cg * taps)) for r in range(channels)]
 
@@ -264,10 +180,38 @@ def _emit_channel_row(b: ir.IRBuilder, spec: KernelSpec, s: ConvShape, row: _Row
     simple_loop(b, i64(hi), i64(s.ow), 1, border, "right")
 
 
+@dataclass(frozen=True)
+class ConvStrategy:
+    """How a conv2d is computed: "columns" (this file: vectors of output columns, the weight as
+    is) or "channels" (conv_channels.py: vectors of `lanes` output channels, the weight packed
+    m_blocked with V = lanes)."""
+
+    path: str
+    lanes: int
+
+
+CHANNEL_PATH_MIN_INPUT_CHANNELS = 4  # below this (depthwise, tiny groups) columns win anyway
+
+
+def choose_conv_strategy(s: ConvShape, target: Target) -> ConvStrategy:
+    """The one place that picks the conv2d code path (the compiler packs weights accordingly).
+
+    Channels when output rows are too short for column vectors to fill (OW < 2 vectors, after a
+    pointwise conv is seen as one long row) and there are at least a vector of output channels
+    per group and a few input channels per group to sum over."""
+    lanes = lanes_f32(target)
+    row = pointwise_as_one_row(s)
+    if row.ow < 2 * lanes and s.mg >= lanes and s.cg >= CHANNEL_PATH_MIN_INPUT_CHANNELS:
+        return ConvStrategy("channels", lanes)
+    return ConvStrategy("columns", lanes)
+
+
 def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
     if spec.kind != "conv2d":
         raise ValueError(f"conv.build got kernel {spec.name} of kind {spec.kind!r}")
     s = pointwise_as_one_row(conv_shape(spec))
+    if s.weight_lanes:
+        return build_channel_vectors(spec, s, module, target)
     check_epilogue(spec.epilogue, len(spec.inputs), spec.name)
     tiling = conv_tiling(target)
     tile_channels = min(tiling.channels, s.mg)
@@ -304,7 +248,7 @@ def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
 
         def output_row(oy: ir.Value) -> None:
             iy0 = b.sub(b.mul(oy, i64(s.sh)), i64(s.pt))
-            ky_lo, ky_hi = _valid_range(b, iy0, s.kh, s.h, s.dh)
+            ky_lo, ky_hi = valid_range(b, iy0, s.kh, s.h, s.dh)
             row = _Row(inputs[0], inputs[1], out, inputs, x_image, out_image, oy, iy0, ky_lo, ky_hi)
             simple_loop(b, m_begin, m_full_end, tile_channels,
                         lambda m: _emit_channel_row(b, spec, s, row, m, tile_channels, tiling), "m")

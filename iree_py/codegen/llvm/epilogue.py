@@ -53,6 +53,37 @@ def store_tile(b: ir.IRBuilder, value: ir.Value, base: ir.Value, index: ir.Value
     b.store(value, element_ptr(b, base, index), align=ALIGN)
 
 
+def gather_tile(b: ir.IRBuilder, base: ir.Value, index: ir.Value, width: int, stride: int) -> ir.Value:
+    """base[index + i * stride] for i < width, one scalar load per lane (lanes far apart)."""
+    if width == 1:
+        return load_tile(b, base, index, 1)
+    value = ir.Constant(tile_type(width), ir.Undefined)
+    for lane in range(width):
+        element = load_tile(b, base, b.add(index, i64(lane * stride)), 1)
+        value = b.insert_element(value, element, ir.Constant(I32, lane))
+    return value
+
+
+def scatter_tile(b: ir.IRBuilder, value: ir.Value, base: ir.Value, index: ir.Value, stride: int) -> None:
+    """base[index + i * stride] = value[i] for every lane i, one scalar store per lane."""
+    if stride == 1 or width_of(value) == 1:
+        store_tile(b, value, base, index)
+        return
+    for lane in range(width_of(value)):
+        element = b.extract_element(value, ir.Constant(I32, lane))
+        store_tile(b, element, base, b.add(index, i64(lane * stride)))
+
+
+def narrow_tile(b: ir.IRBuilder, value: ir.Value, width: int) -> ir.Value:
+    """The first `width` lanes of vector `value` (a scalar for width 1)."""
+    if width == width_of(value):
+        return value
+    if width == 1:
+        return b.extract_element(value, ir.Constant(I32, 0))
+    mask = ir.Constant(ir.VectorType(I32, width), [ir.Constant(I32, i) for i in range(width)])
+    return b.shuffle_vector(value, ir.Constant(value.type, ir.Undefined), mask)
+
+
 def splat(b: ir.IRBuilder, scalar: ir.Value, width: int) -> ir.Value:
     """A scalar float broadcast to a tile of `width` lanes."""
     if width == 1:
@@ -137,6 +168,21 @@ def if_then(b: ir.IRBuilder, condition: ir.Value, body: Callable[[], None], name
     b.position_at_end(done)
 
 
+def if_else(b: ir.IRBuilder, condition: ir.Value, then_body: Callable[[], None],
+            else_body: Callable[[], None], name: str) -> None:
+    then = b.append_basic_block(f"{name}.then")
+    other = b.append_basic_block(f"{name}.else")
+    done = b.append_basic_block(f"{name}.done")
+    b.cbranch(condition, then, other)
+    b.position_at_end(then)
+    then_body()
+    b.branch(done)
+    b.position_at_end(other)
+    else_body()
+    b.branch(done)
+    b.position_at_end(done)
+
+
 # ---------------------------------------------------------------------------------------------
 # The epilogue
 
@@ -148,12 +194,16 @@ class TilePosition:
     flat_index: i64 index of the tile's first element in the output.
     channel_index: i64 index into a "channel" operand: conv2d → the output channel (the same for
       every lane); matmul → the column of the first lane (lanes are consecutive columns).
-    channel_along_lanes: False for conv2d (broadcast one element), True for matmul (load a vector).
+    channel_along_lanes: False for conv2d (broadcast one element), True for matmul and the conv2d
+      channel-vector path (load a vector).
+    lane_stride: how far apart in the output consecutive lanes lie (1: contiguous; the conv2d
+      channel-vector path: OH*OW, one lane per output channel plane), for "full" operands.
     """
 
     flat_index: ir.Value
     channel_index: ir.Value
     channel_along_lanes: bool
+    lane_stride: int = 1
 
 
 def check_epilogue(ops: Sequence[EpilogueOp], input_count: int, kernel: str) -> None:
@@ -177,6 +227,8 @@ def _operand_tile(b: ir.IRBuilder, op: EpilogueOp, inputs: Sequence[ir.Value], w
     if op.operand_kind == "scalar":
         return splat(b, b.load(base, typ=F32, align=ALIGN), width)
     if op.operand_kind == "full":
+        if where.lane_stride != 1:
+            return gather_tile(b, base, where.flat_index, width, where.lane_stride)
         return load_tile(b, base, where.flat_index, width)
     if where.channel_along_lanes:
         return load_tile(b, base, where.channel_index, width)

@@ -36,6 +36,16 @@ def module_image(source: bytes | Path) -> np.ndarray:
     return image
 
 
+@dataclass
+class _CallPlan:
+    """What a call of one function needs, prepared once: its index and the C views to fill."""
+
+    index: int
+    inputs: ctypes.Array
+    outputs: ctypes.Array
+    dtypes: list[int]
+
+
 @dataclass(frozen=True)
 class KernelProfile:
     entry_point: str
@@ -51,6 +61,7 @@ class LocalDevice:
         # The runtime uses the module's constants in place: the image must outlive the module.
         self._bytes = image if isinstance(image, np.ndarray) else module_image(image)
         data = self._bytes
+        self._plans: dict[str, _CallPlan] = {}
         self.runtime = ctypes.c_void_p()
         allocator = self.lib.irp_allocator_system()
         self._check(self.lib.irp_runtime_create(ctypes.byref(allocator), ctypes.byref(self.runtime)), "create runtime")
@@ -79,23 +90,32 @@ class LocalDevice:
             out.append(KernelProfile(name.value.decode(), dispatches.value, ns.value))
         return out
 
+    def _plan(self, fn: Function) -> "_CallPlan":
+        plan = self._plans.get(fn.name)
+        if plan is None:
+            index = ctypes.c_int32()
+            self._check(self.lib.irp_module_find_function(self.module, fn.name.encode(), ctypes.byref(index)), fn.name)
+            plan = _CallPlan(index.value, (capi.BufferView * max(1, len(fn.inputs)))(),
+                             (capi.BufferView * max(1, len(fn.outputs)))(), [s.dtype.module_code for s in fn.inputs])
+            self._plans[fn.name] = plan
+        return plan
+
     def call(self, fn: Function, inputs: list[np.ndarray]) -> list[np.ndarray]:
-        index = ctypes.c_int32()
-        self._check(self.lib.irp_module_find_function(self.module, fn.name.encode(), ctypes.byref(index)), fn.name)
-        views = (capi.BufferView * max(1, len(inputs)))()
-        for view, a, sig in zip(views, inputs, fn.inputs):
-            view.dtype = sig.dtype.module_code
+        plan = self._plan(fn)
+        if len(inputs) > len(fn.inputs):  # let the C API see (and refuse) exactly what it was given
+            plan = _CallPlan(plan.index, (capi.BufferView * len(inputs))(), plan.outputs, plan.dtypes)
+        for view, a, dtype in zip(plan.inputs, inputs, plan.dtypes):
+            view.dtype = dtype
             view.rank = a.ndim
-            for d, n in enumerate(a.shape):
-                view.shape[d] = n
+            view.shape[:a.ndim] = a.shape
             view.data = a.ctypes.data
             view.length = a.nbytes
-        outs = (capi.BufferView * max(1, len(fn.outputs)))()
-        self._check(self.lib.irp_call(self.module, index, views, len(inputs), outs, len(fn.outputs)), fn.name)
+        self._check(self.lib.irp_call(self.module, plan.index, plan.inputs, len(inputs), plan.outputs,
+                                      len(fn.outputs)), fn.name)
         results = []
-        for view, sig in zip(outs, fn.outputs):
-            raw = ctypes.string_at(view.data, view.length)
-            results.append(np.frombuffer(raw, dtype=sig.dtype.numpy).reshape(sig.shape).copy())
+        for view, sig in zip(plan.outputs, fn.outputs):
+            arena_bytes = np.ctypeslib.as_array((ctypes.c_uint8 * view.length).from_address(view.data))
+            results.append(arena_bytes.view(sig.dtype.numpy).reshape(sig.shape).copy())  # the arena is reused
         return results
 
     def __del__(self) -> None:

@@ -23,5 +23,5 @@ def check_inputs(fn: Function, args: tuple) -> list[np.ndarray]:
                               f"expected {sig.dtype.numpy} (convert with .astype(np.{sig.dtype.numpy}))")
         if tuple(a.shape) != tuple(sig.shape):
             raise IreePyError(f"{fn.name}: input {i} {describe(sig)} was given shape {list(a.shape)}")
-        arrays.append(np.ascontiguousarray(a))
+        arrays.append(a if a.flags.c_contiguous else a.copy(order="C"))  # ascontiguousarray makes 0-d arrays 1-d
     return arrays

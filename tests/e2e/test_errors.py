@@ -80,3 +80,9 @@ def test_flipped_kernel_byte_is_refused_at_load():
     corrupt = data[:at] + bytes([data[at] ^ 0x10]) + data[at + 1:]
     with pytest.raises(iree_py.IreeRuntimeError, match=r"executable for x86_64 is corrupt: its code has CRC-32"):
         iree_py.load(corrupt)
+
+
+def test_rank0_input_keeps_rank0():
+    m = model([helper.make_node("Add", ["a", "b"], ["y"])], {"a": (), "b": ()}, ["y"])
+    module = iree_py.load(iree_py.compile(m.SerializeToString()))
+    assert module.main(np.float32(2), np.float32(3)) == np.float32(5)

@@ -1,4 +1,4 @@
-"""The `iree-py` command: compile | run | benchmark | dump."""
+"""The `iree-py` command: compile | run | benchmark | dump | conformance."""
 from __future__ import annotations
 
 import argparse
@@ -63,6 +63,11 @@ def _cmd_dump(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_conformance(args: argparse.Namespace) -> int:
+    from iree_py.conformance.__main__ import run
+    return run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from iree_py.codegen.target import available_targets
     parser = argparse.ArgumentParser(prog="iree-py", description="Compile ONNX models to compact modules and run them.")
@@ -98,6 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("dump", help="print a module: functions, bytecode, kernels, constants, memory plan")
     d.add_argument("module")
     d.set_defaults(func=_cmd_dump)
+
+    from iree_py.conformance.__main__ import add_arguments as add_conformance_arguments
+    k = sub.add_parser("conformance", help="run the ONNX backend node tests (from the installed onnx) and report")
+    add_conformance_arguments(k)
+    k.set_defaults(func=_cmd_conformance)
     return parser
 
 

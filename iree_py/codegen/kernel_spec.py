@@ -29,9 +29,17 @@ KERNEL_KINDS = ("conv2d", "matmul", "elementwise", "maxpool", "avgpool", "global
                 "lrn", "transpose", "concat")
 
 # Elementwise ops an Expr or an epilogue may use, with the attributes they read.
+# Gelu is the exact (erf) form, GeluTanh ONNX's approximate="tanh"; Round is half to even.
 UNARY_OPS = {"Relu": (), "LeakyRelu": ("alpha",), "Sigmoid": (), "Tanh": (), "Clip": ("min", "max"),
-             "Neg": (), "Exp": (), "Sqrt": (), "Abs": ()}
-BINARY_OPS = ("Add", "Sub", "Mul", "Div")
+             "Neg": (), "Exp": (), "Sqrt": (), "Abs": (),
+             "Log": (), "Reciprocal": (), "Floor": (), "Ceil": (), "Round": (), "Sign": (), "Erf": (),
+             "Softplus": (), "Softsign": (), "HardSigmoid": ("alpha", "beta"), "HardSwish": (), "Elu": ("alpha",),
+             "Selu": ("alpha", "gamma"), "Celu": ("alpha",), "ThresholdedRelu": ("alpha",), "Mish": (),
+             "Gelu": (), "GeluTanh": (),
+             "Sin": (), "Cos": (), "Tan": (), "Atan": (), "Asin": (), "Acos": (),
+             "Sinh": (), "Cosh": (), "Asinh": (), "Acosh": (), "Atanh": ()}
+# PRelu(x, slope); Mod is C fmod (ONNX fmod=1); Min/Max are the two-operand forms.
+BINARY_OPS = ("Add", "Sub", "Mul", "Div", "Pow", "Min", "Max", "PRelu", "Mod")
 
 
 @dataclass(frozen=True)

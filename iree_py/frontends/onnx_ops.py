@@ -194,6 +194,64 @@ def leaky_relu(ctx: "OnnxContext") -> list[Value]:
     return [ctx.emit("LeakyRelu", [ctx.input(0)], {"alpha": float(ctx.attr("alpha", 0.01))}, out=0)]
 
 
+def _variadic(op: str, scale_by_count: bool = False) -> Converter:
+    """Min/Max/Mean of any number of inputs: a chain of two-operand ops (Mean: Add, then * 1/n)."""
+    def convert(ctx: "OnnxContext") -> list[Value]:
+        values = ctx.inputs()
+        if len(values) == 1:
+            return values
+        acc = values[0]
+        for i, v in enumerate(values[1:], start=2):
+            last = i == len(values) and not scale_by_count
+            acc = ctx.emit(op, [acc, v], out=0 if last else None)
+        if scale_by_count:
+            acc = ctx.emit("Mul", [acc, ctx.const(np.array(1.0 / len(values), F32), "inv_count")], out=0)
+        return [acc]
+    return convert
+
+
+# Activations with float attributes: ONNX attribute -> default (the same at every opset that has the op).
+SELU_ALPHA = 1.67326319217681884765625
+SELU_GAMMA = 1.05070102214813232421875
+ACTIVATION_DEFAULTS: dict[str, dict[str, float]] = {
+    "HardSigmoid": {"alpha": 0.2, "beta": 0.5},
+    "Elu": {"alpha": 1.0},
+    "Selu": {"alpha": SELU_ALPHA, "gamma": SELU_GAMMA},
+    "Celu": {"alpha": 1.0},
+    "ThresholdedRelu": {"alpha": 1.0},
+}
+
+
+def _activation(op: str) -> Converter:
+    def convert(ctx: "OnnxContext") -> list[Value]:
+        attrs = {name: float(ctx.attr(name, default)) for name, default in ACTIVATION_DEFAULTS[op].items()}
+        return [ctx.emit(op, [ctx.input(0)], attrs, out=0)]
+    return convert
+
+
+def gelu(ctx: "OnnxContext") -> list[Value]:
+    approximate = ctx.attr("approximate", "none")
+    if approximate not in ("none", "tanh"):
+        raise ctx.bad_attr("approximate", approximate, "expected 'none' or 'tanh'")
+    return [ctx.emit("Gelu" if approximate == "none" else "GeluTanh", [ctx.input(0)], out=0)]
+
+
+def pow_(ctx: "OnnxContext") -> list[Value]:
+    """Pow(X, Y); an integer exponent (allowed from opset 12) must be a constant and becomes float32."""
+    x, y = ctx.input(0), ctx.input(1)
+    if y.type.dtype.numpy != np.float32:
+        if not y.is_const:
+            raise ctx.error(f"a computed {y.type} exponent is not supported; only float32 or constant exponents")
+        y = ctx.const(y.const.astype(F32), "exponent")
+    return [ctx.emit("Pow", [x, y], out=0)]
+
+
+def mod(ctx: "OnnxContext") -> list[Value]:
+    if int(ctx.attr("fmod", 0)) != 1:
+        raise ctx.bad_attr("fmod", int(ctx.attr("fmod", 0)), "float Mod needs fmod=1 (ONNX)")
+    return [ctx.emit("Mod", [ctx.input(0), ctx.input(1)], out=0)]
+
+
 def clip(ctx: "OnnxContext") -> list[Value]:
     if ctx.opset < 11:
         lo, hi = float(ctx.attr("min", -math.inf)), float(ctx.attr("max", math.inf))
@@ -413,6 +471,17 @@ CONVERTERS: dict[str, Converter] = {
     "Tanh": _unary("Tanh"),
     "LeakyRelu": leaky_relu,
     "Clip": clip,
+    **{op: _unary(op) for op in ("Exp", "Log", "Sqrt", "Abs", "Neg", "Reciprocal", "Floor", "Ceil", "Round", "Sign",
+                                 "Erf", "Softplus", "Softsign", "HardSwish", "Mish", "Sin", "Cos", "Tan", "Atan",
+                                 "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh")},
+    **{op: _activation(op) for op in ACTIVATION_DEFAULTS},
+    "Gelu": gelu,
+    "Pow": pow_,
+    "PRelu": _binary("PRelu"),
+    "Mod": mod,
+    "Min": _variadic("Min"),
+    "Max": _variadic("Max"),
+    "Mean": _variadic("Add", scale_by_count=True),
     "MaxPool": lambda ctx: _pool(ctx, "MaxPool"),
     "AveragePool": lambda ctx: _pool(ctx, "AveragePool"),
     "GlobalAveragePool": global_average_pool,

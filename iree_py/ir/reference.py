@@ -4,6 +4,7 @@ Used by constant folding and as the reference in tests. Written for clarity, not
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -139,7 +140,44 @@ def _matmul(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
     return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
 
 
+def _f64(fn: Callable[..., np.ndarray]) -> Kernel:
+    """An elementwise op computed in float64 (attrs passed by keyword), result in the input's dtype."""
+    def run(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(*(x.astype(np.float64) for x in ins), **attrs)).astype(ins[0].dtype)
+    return run
+
+
+def _softplus(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+_ERF = np.vectorize(math.erf, otypes=[np.float64])
+
+ELEMENTWISE_KERNELS: dict[str, Kernel] = {
+    "Exp": _f64(np.exp), "Log": _f64(np.log), "Sqrt": _f64(np.sqrt), "Abs": _f64(np.abs), "Neg": _f64(np.negative),
+    "Reciprocal": _f64(np.reciprocal), "Floor": _f64(np.floor), "Ceil": _f64(np.ceil),
+    "Round": _f64(np.round),  # half to even, as ONNX
+    "Sign": _f64(np.sign), "Erf": _f64(_ERF), "Softplus": _f64(_softplus),
+    "Softsign": _f64(lambda x: x / (1 + np.abs(x))),
+    "HardSigmoid": _f64(lambda x, alpha, beta: np.clip(alpha * x + beta, 0, 1)),
+    "HardSwish": _f64(lambda x: x * np.clip(x / 6 + 0.5, 0, 1)),
+    "Elu": _f64(lambda x, alpha: np.where(x < 0, alpha * np.expm1(x), x)),
+    "Selu": _f64(lambda x, alpha, gamma: gamma * np.where(x <= 0, alpha * np.expm1(x), x)),
+    "Celu": _f64(lambda x, alpha: np.maximum(0, x) + np.minimum(0, alpha * np.expm1(x / alpha))),
+    "ThresholdedRelu": _f64(lambda x, alpha: np.where(x > alpha, x, 0.0)),
+    "Mish": _f64(lambda x: x * np.tanh(_softplus(x))),
+    "Gelu": _f64(lambda x: 0.5 * x * (1 + _ERF(x / math.sqrt(2)))),
+    "GeluTanh": _f64(lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))),
+    "Sin": _f64(np.sin), "Cos": _f64(np.cos), "Tan": _f64(np.tan), "Atan": _f64(np.arctan),
+    "Asin": _f64(np.arcsin), "Acos": _f64(np.arccos), "Sinh": _f64(np.sinh), "Cosh": _f64(np.cosh),
+    "Asinh": _f64(np.arcsinh), "Acosh": _f64(np.arccosh), "Atanh": _f64(np.arctanh),
+    "Pow": _f64(np.power), "Min": _f64(np.minimum), "Max": _f64(np.maximum),
+    "PRelu": _f64(lambda x, slope: np.where(x < 0, x * slope, x)), "Mod": _f64(np.fmod),
+}
+
 KERNELS: dict[str, Kernel] = {
+    **ELEMENTWISE_KERNELS,
     "Conv": conv,
     "MatMul": _matmul,
     "Add": _binary(np.add),

@@ -1,8 +1,11 @@
-"""exp / sigmoid / tanh and the other unary ops of math.py, through an elementwise kernel, against
-float64 numpy, including large magnitudes, zeros and infinities."""
+"""exp / sigmoid / tanh and the other unary and binary ops of math.py, through an elementwise
+kernel, against float64 numpy, including large magnitudes, zeros, tiny values and infinities."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import pytest
 
 from iree_py.codegen.kernel_spec import UNARY_OPS, Expr, ExprStep, KernelSpec
 from iree_py.codegen.llvm.jit import run_kernels
@@ -27,8 +30,11 @@ def _reference(op: str, x: np.ndarray) -> np.ndarray:
         }[op]()
 
 
+ORIGINAL_OPS = ["Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "Neg", "Exp", "Sqrt", "Abs"]
+
+
 def test_every_unary_op_matches_numpy() -> None:
-    ops = sorted(UNARY_OPS)
+    ops = ORIGINAL_OPS
     attrs = {"LeakyRelu": (("alpha", 0.1),), "Clip": (("min", -1.5), ("max", 2.0))}
     outs = run_kernels(_unary_specs(ops, attrs), [[POINTS]] * len(ops))
     x = POINTS.astype(np.float64)
@@ -51,3 +57,125 @@ def test_saturating_functions_hit_exact_limits() -> None:
     assert np.all(sigmoid[big] == 1.0) and np.all(sigmoid[POINTS < -104] == 0.0)
     assert np.all(tanh[big] == 1.0) and np.all(tanh[POINTS < -30] == -1.0)
     assert np.all(exp[POINTS > 89] == np.inf) and np.all(exp[POINTS < -104] == 0.0)
+
+
+# ------------------------------------------------------------------ the ops added for issue 4
+WIDE = np.concatenate([np.linspace(-120, 120, 2001), np.linspace(-4, 4, 2001), np.linspace(-1, 1, 801),
+                       np.geomspace(1e-30, 1e30, 301), -np.geomspace(1e-30, 1e30, 301),
+                       [0.0, -0.0, 1e-38, -1e-38, 2.5, -2.5, 0.5, -0.5, 1.5, 8388607.5, -8388609.0,
+                        np.inf, -np.inf, np.nan]]).astype(np.float32)
+TRIG_RANGE = np.concatenate([np.linspace(-1000, 1000, 4001), np.linspace(-7, 7, 2001),
+                             [0.0, -0.0, 1e-30, -1e-30, 1e-5, -1e-5, np.inf, -np.inf, np.nan]]).astype(np.float32)
+UNIT_RANGE = np.concatenate([np.linspace(-1.2, 1.2, 2401), [0.0, -0.0, 1e-30, -1e-30, 1.0, -1.0,
+                                                            0.99999994, -0.99999994, np.nan]]).astype(np.float32)
+ACOSH_RANGE = np.concatenate([np.linspace(0.5, 10, 2001), 1.0 + np.geomspace(1e-7, 1e30, 301),
+                              [1.0, np.inf, np.nan]]).astype(np.float32)
+ERF = np.vectorize(math.erf, otypes=[np.float64])
+ERFC = np.vectorize(math.erfc, otypes=[np.float64])
+SELU_ALPHA, SELU_GAMMA = 1.6732632423543772, 1.0507009873554805
+
+
+def _softplus(x):
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+# op -> (attrs, points, float64 reference, relative tolerance, floor of the error scale): the error
+# |got - want| / max(|want|, floor) must stay within the tolerance (a floor of 1: absolute error).
+NEW_UNARY = {
+    "Log": ((), WIDE, np.log, 2e-6, 0.0),
+    "Reciprocal": ((), WIDE, lambda x: 1 / x, 2e-7, 0.0),
+    "Floor": ((), WIDE, np.floor, 0.0, 0.0),
+    "Ceil": ((), WIDE, np.ceil, 0.0, 0.0),
+    "Round": ((), WIDE, np.round, 0.0, 0.0),
+    "Sign": ((), WIDE, np.sign, 0.0, 0.0),
+    "Erf": ((), WIDE, ERF, 2e-6, 1e-6),
+    "Softplus": ((), WIDE, _softplus, 2e-6, 0.0),
+    "Softsign": ((), WIDE, lambda x: x / (1 + np.abs(x)), 2e-7, 0.0),
+    "HardSigmoid": ((("alpha", 0.3), ("beta", 0.4)), WIDE, lambda x: np.clip(0.3 * x + 0.4, 0, 1), 2e-7, 1.0),
+    "HardSwish": ((), WIDE, lambda x: x * np.clip(x / 6 + 0.5, 0, 1), 2e-7, 1.0),
+    "Elu": ((("alpha", 0.7),), WIDE, lambda x: np.where(x < 0, 0.7 * np.expm1(x), x), 2e-6, 0.0),
+    "Selu": ((("alpha", SELU_ALPHA), ("gamma", SELU_GAMMA)), WIDE,
+             lambda x: SELU_GAMMA * np.where(x < 0, SELU_ALPHA * np.expm1(x), x), 2e-6, 0.0),
+    "Celu": ((("alpha", 1.5),), WIDE, lambda x: np.maximum(0, x) + np.minimum(0, 1.5 * np.expm1(x / 1.5)), 2e-6, 0.0),
+    "ThresholdedRelu": ((("alpha", 0.5),), WIDE, lambda x: np.where(x > 0.5, x, 0.0), 0.0, 0.0),
+    "Mish": ((), WIDE, lambda x: x * np.tanh(_softplus(x)), 4e-6, 1e-30),
+    "Gelu": ((), WIDE, lambda x: 0.5 * x * ERFC(-x / math.sqrt(2)), 4e-6, 0.1),  # |x| > 1: absolute 4e-7
+    "GeluTanh": ((), WIDE, lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))),
+                 4e-6, 0.1),
+    "Sin": ((), TRIG_RANGE, np.sin, 2e-6, 1e-6),
+    "Cos": ((), TRIG_RANGE, np.cos, 2e-6, 1e-6),
+    "Tan": ((), TRIG_RANGE, np.tan, 4e-6, 1e-6),
+    "Atan": ((), WIDE, np.arctan, 2e-6, 0.0),
+    "Asin": ((), UNIT_RANGE, np.arcsin, 2e-6, 0.0),
+    "Acos": ((), UNIT_RANGE, np.arccos, 2e-6, 1e-7),
+    "Sinh": ((), WIDE, np.sinh, 4e-6, 0.0),
+    "Cosh": ((), WIDE, np.cosh, 4e-6, 0.0),
+    "Asinh": ((), WIDE, np.arcsinh, 2e-6, 0.0),
+    "Acosh": ((), ACOSH_RANGE, np.arccosh, 2e-6, 0.0),
+    "Atanh": ((), UNIT_RANGE, np.arctanh, 2e-6, 0.0),
+}
+
+
+def _check(op: str, x: np.ndarray, got: np.ndarray, want: np.ndarray, rtol: float, floor: float) -> None:
+    with np.errstate(over="ignore", invalid="ignore"):
+        want32 = want.astype(np.float32)
+    finite = np.isfinite(want32)
+    scale = np.maximum(np.abs(want[finite]), max(floor, 1e-37))
+    err = np.abs(got[finite].astype(np.float64) - want[finite]) / scale
+    worst = int(err.argmax()) if err.size else 0
+    assert err.size == 0 or err.max() <= rtol, f"{op}: error {err.max():.3g} at x={x[finite][worst]!r} " \
+        f"(got {got[finite][worst]!r}, want {want[finite][worst]!r})"
+    assert np.array_equal(got[~finite], want32[~finite], equal_nan=True), \
+        f"{op}: at x={x[~finite]} got {got[~finite]}, want {want32[~finite]}"
+
+
+@pytest.mark.parametrize("op", sorted(NEW_UNARY))
+def test_new_unary_op_matches_numpy(op: str) -> None:
+    attrs, points, reference, rtol, floor = NEW_UNARY[op]
+    spec = KernelSpec(f"u_{op}", "elementwise", (f32(points.size),), (f32(points.size),),
+                      {"expr": Expr((ExprStep(op, (("in", 0),), attrs),))})
+    (got,), = run_kernels([spec], [[points]])
+    with np.errstate(all="ignore"):
+        want = reference(points.astype(np.float64))
+    _check(op, points, got, want, rtol, floor)
+
+
+def test_every_unary_op_is_tested() -> None:
+    assert set(UNARY_OPS) == set(ORIGINAL_OPS) | set(NEW_UNARY)
+
+
+def _pairs() -> tuple[np.ndarray, np.ndarray]:
+    base = np.array([0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 3.0, -3.0, 2.5, -2.5, 7.25, -7.25, 1e-20,
+                     100.0, -100.0, np.inf, -np.inf, np.nan], np.float32)
+    x, y = np.meshgrid(base, base)
+    extra = np.random.default_rng(0).standard_normal((2, 4000)).astype(np.float32) * 8
+    return np.concatenate([x.ravel(), extra[0]]), np.concatenate([y.ravel(), extra[1]])
+
+
+NEW_BINARY = {
+    "Pow": (np.power, 1e-5),  # exp(y log x): the error of y*log(x) grows with the result's exponent
+    "Min": (np.minimum, 0.0),
+    "Max": (np.maximum, 0.0),
+    "PRelu": (lambda x, s: np.where(x < 0, x * s, x), 0.0),
+    "Mod": (np.fmod, 1e-6),
+}
+
+
+@pytest.mark.parametrize("op", sorted(NEW_BINARY))
+def test_new_binary_op_matches_numpy(op: str) -> None:
+    x, y = _pairs()
+    spec = KernelSpec(f"b_{op}", "elementwise", (f32(x.size), f32(y.size)), (f32(x.size),),
+                      {"expr": Expr((ExprStep(op, (("in", 0), ("in", 1))),))})
+    (got,), = run_kernels([spec], [[x, y]])
+    reference, rtol = NEW_BINARY[op]
+    with np.errstate(all="ignore"):
+        want = reference(x, y).astype(np.float64) if op != "Pow" else np.power(x.astype(np.float64), y.astype(np.float64))
+    if op == "Mod":  # x - trunc(x/y)*y is exact only while the quotient fits the mantissa
+        with np.errstate(all="ignore"):
+            keep = ~(np.abs(x / y) > 2 ** 22) | ~np.isfinite(x) | ~np.isfinite(y)
+        x, y, got, want = x[keep], y[keep], got[keep], want[keep]
+    if op in ("Min", "Max"):  # NaN handling of Min/Max is not specified: compare where both are numbers
+        keep = ~np.isnan(x) & ~np.isnan(y)
+        x, y, got, want = x[keep], y[keep], got[keep], want[keep]
+    floor = 1.0 if op == "Mod" else 0.0  # x - q*y rounds q*y: absolute error, not relative to a tiny result
+    _check(op, np.stack([x, y], 1), got, want, rtol, floor)

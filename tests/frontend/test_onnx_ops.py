@@ -251,3 +251,92 @@ def test_reshape_from_shape_computation(opset: int) -> None:
              helper.make_node("Reshape", ["x", "shape"], ["y"])]
     init = {"idx": np.array(0, np.int64), "minus1": np.array([-1], np.int64), "zero": np.array([0], np.int64)}
     check_against_onnxruntime(model(nodes, {"x": (2, 3, 4)}, ["y"], opset, init))
+
+
+# ------------------------------------------------------------------ elementwise ops of issue 4
+# op, attrs, first opset that has the op (in its current form), input transform (domain)
+def _positive(x: np.ndarray) -> np.ndarray:
+    return np.abs(x) + 0.1
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return np.tanh(x) * 0.99
+
+
+NEW_UNARY = [
+    ("Exp", {}, 7, None), ("Log", {}, 7, _positive), ("Sqrt", {}, 7, _positive), ("Abs", {}, 7, None),
+    ("Neg", {}, 7, None), ("Reciprocal", {}, 7, _positive), ("Floor", {}, 7, None), ("Ceil", {}, 7, None),
+    ("Round", {}, 11, lambda x: np.round(x * 4) / 2), ("Sign", {}, 9, None), ("Erf", {}, 9, None),
+    ("Softplus", {}, 7, None), ("Softsign", {}, 7, None),
+    ("HardSigmoid", {}, 7, None), ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}, 7, None),
+    ("HardSwish", {}, 14, None), ("Elu", {}, 7, None), ("Elu", {"alpha": 0.5}, 7, None),
+    ("Selu", {}, 7, None), ("Selu", {"alpha": 1.5, "gamma": 2.0}, 7, None),
+    ("Celu", {}, 12, None), ("Celu", {"alpha": 2.0}, 12, None),
+    ("ThresholdedRelu", {}, 10, None), ("ThresholdedRelu", {"alpha": 0.3}, 10, None),
+    ("Mish", {}, 18, None), ("Gelu", {}, 20, None), ("Gelu", {"approximate": "tanh"}, 20, None),
+    ("Sin", {}, 7, None), ("Cos", {}, 7, None), ("Tan", {}, 7, None), ("Atan", {}, 7, None),
+    ("Asin", {}, 7, _unit), ("Acos", {}, 7, _unit), ("Sinh", {}, 9, None), ("Cosh", {}, 9, None),
+    ("Asinh", {}, 9, None), ("Acosh", {}, 9, lambda x: np.abs(x) + 1.0), ("Atanh", {}, 9, _unit),
+]
+
+
+@pytest.mark.parametrize("op,attrs,opset,domain", [(op, a, o, d) for op, a, first, d in NEW_UNARY
+                                                   for o in sorted({first, NEWEST}) if o <= NEWEST])
+def test_new_unary(op: str, attrs: dict, opset: int, domain) -> None:
+    x = w(3, 7) * 2
+    feeds = {"x": (domain(x) if domain else x).astype(np.float32)}
+    check_against_onnxruntime(model([helper.make_node(op, ["x"], ["y"], **attrs)], {"x": (3, 7)}, ["y"], opset), feeds)
+
+
+def test_gelu_rejects_unknown_approximation() -> None:
+    from iree_py.errors import CompileError
+    from iree_py.frontends.onnx import import_onnx
+    m = model([helper.make_node("Gelu", ["x"], ["y"], approximate="fast")], {"x": (2,)}, ["y"], 20)
+    with pytest.raises(CompileError, match="approximate"):
+        import_onnx(m)
+
+
+@pytest.mark.parametrize("opset", [7, 12, 13, NEWEST])
+def test_pow(opset: int) -> None:
+    nodes = [helper.make_node("Pow", ["a", "b"], ["y"])]
+    a = np.concatenate([w(2, 6), np.array([[-2.0, -0.5, 4.0, 3.0, 0.0, -1.0]], np.float32)])
+    a[:, 3] = np.abs(a[:, 3])  # the 0.5 power: non-negative bases (NaN would not compare)
+    b = np.array([2.0, 3.0, -1.0, 0.5, 2.0, 0.0], np.float32)
+    check_against_onnxruntime(model(nodes, {"a": (3, 6), "b": (6,)}, ["y"], opset), {"a": a, "b": b})
+
+
+@pytest.mark.parametrize("opset", [12, NEWEST])
+def test_pow_integer_exponent_constant(opset: int) -> None:
+    nodes = [helper.make_node("Pow", ["a", "e"], ["y"])]
+    check_against_onnxruntime(model(nodes, {"a": (2, 5)}, ["y"], opset, {"e": np.array(3, np.int64)}))
+
+
+@pytest.mark.parametrize("opset", [8, 12, 13, NEWEST])
+@pytest.mark.parametrize("op", ["Min", "Max", "Mean"])
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_variadic(op: str, count: int, opset: int) -> None:
+    names = ["a", "b", "c"][:count]
+    shapes = {"a": (2, 3, 4), "b": (3, 1), "c": (4,)}
+    nodes = [helper.make_node(op, names, ["y"])]
+    check_against_onnxruntime(model(nodes, {n: shapes[n] for n in names}, ["y"], opset))
+
+
+@pytest.mark.parametrize("opset", [7, 9, 16, NEWEST])
+@pytest.mark.parametrize("slope_shape", [(1,), (3, 1, 1), (5,)])
+def test_prelu(opset: int, slope_shape: tuple) -> None:
+    nodes = [helper.make_node("PRelu", ["x", "s"], ["y"])]
+    check_against_onnxruntime(model(nodes, {"x": (2, 3, 4, 5)}, ["y"], opset, {"s": w(*slope_shape)}))
+
+
+@pytest.mark.parametrize("opset", [10, 13, NEWEST])
+def test_mod_fmod(opset: int) -> None:
+    nodes = [helper.make_node("Mod", ["a", "b"], ["y"], fmod=1)]
+    feeds = {"a": w(3, 4) * 10, "b": np.array([1.5, -2.0, 0.7, 3.0], np.float32)}
+    check_against_onnxruntime(model(nodes, {"a": (3, 4), "b": (4,)}, ["y"], opset), feeds)
+
+
+def test_mod_without_fmod_is_rejected_for_floats() -> None:
+    from iree_py.errors import CompileError
+    from iree_py.frontends.onnx import import_onnx
+    with pytest.raises(CompileError, match="fmod"):
+        import_onnx(model([helper.make_node("Mod", ["a", "b"], ["y"])], {"a": (2,), "b": (2,)}, ["y"], 13))

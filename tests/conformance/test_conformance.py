@@ -1,5 +1,6 @@
 """The ONNX backend node tests through iree-py (iree_py/conformance): no regression against
-expected_pass_host.txt, plus the comparison, the classification and the crash-safe runner."""
+expected_pass_host.txt and expected_pass_arm64.txt (under qemu-aarch64), plus the comparison, the
+classification and the crash-safe runner."""
 from __future__ import annotations
 
 import math
@@ -20,30 +21,32 @@ from iree_py.conformance.status import (COMPILE_ERROR, PASSED, RUNTIME_ERROR, UN
 
 HERE = Path(__file__).resolve().parent
 EXPECTED_HOST = HERE / "expected_pass_host.txt"
+EXPECTED = {"host": EXPECTED_HOST, "arm64": HERE / "expected_pass_arm64.txt"}
 FAKE_WORKER = [sys.executable, str(HERE / "fake_worker.py")]
 
 F32 = np.float32
 
 
-# --- the suite itself: every case on the expected list still passes on host -------------------------
-@pytest.fixture(scope="module")
-def expected_cases() -> list[ConformanceCase]:
+# --- the suite itself: every case on a target's expected list still passes there ------------------
+def expected_cases(target: str) -> list[ConformanceCase]:
     from iree_py.conformance.cases import collect_cases
-    names = set(read_expected(EXPECTED_HOST))
+    names = set(read_expected(EXPECTED[target]))
     cases = [c for c in collect_cases() if c.name in names]
     missing = sorted(names - {c.name for c in cases})
-    assert not missing, f"expected_pass_host.txt names cases the installed onnx does not have: {missing}"
+    assert not missing, f"{EXPECTED[target].name} names cases the installed onnx does not have: {missing}"
     return cases
 
 
-def test_expected_list_is_sorted_and_unique():
-    names = read_expected(EXPECTED_HOST)
-    assert names, "expected_pass_host.txt is empty"
+@pytest.mark.parametrize("target", sorted(EXPECTED))
+def test_expected_list_is_sorted_and_unique(target: str):
+    names = read_expected(EXPECTED[target])
+    assert names, f"{EXPECTED[target].name} is empty"
     assert names == sorted(set(names))
 
 
-def test_no_regression_on_host(expected_cases):
-    results = run_cases(expected_cases, "host", jobs=2)
+@pytest.mark.parametrize("target", sorted(EXPECTED))
+def test_no_regression(target: str):
+    results = run_cases(expected_cases(target), target, jobs=2)
     failed = [f"{r.name}: {r.status}: {r.detail}" for r in results if r.status != PASSED]
     assert not failed, f"{len(failed)} of {len(results)} expected cases no longer pass:\n" + "\n".join(failed)
 

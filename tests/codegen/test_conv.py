@@ -12,6 +12,7 @@ from iree_py.codegen.llvm.jit import run_kernels
 from iree_py.codegen.target import load_target
 from iree_py.codegen.weight_packing import M_BLOCKED, pack_m_blocked, unpack_m_blocked
 from iree_py.ir.types import DType, TensorType
+from tests.codegen.epilogue_reference import apply_epilogue
 
 RTOL = 1e-5
 
@@ -110,36 +111,6 @@ def test_conv_shapes_against_numpy():
         assert_close(y, ref, spec.name)
 
 
-UNARY_REFERENCE = {
-    "Relu": lambda y, a: np.maximum(y, 0.0),
-    "LeakyRelu": lambda y, a: np.where(y < 0, y * a["alpha"], y),
-    "Sigmoid": lambda y, a: 1.0 / (1.0 + np.exp(-y)),
-    "Tanh": lambda y, a: np.tanh(y),
-    "Clip": lambda y, a: np.clip(y, a["min"], a["max"]),
-    "Neg": lambda y, a: -y,
-    "Exp": lambda y, a: np.exp(y),
-    "Sqrt": lambda y, a: np.sqrt(y),
-    "Abs": lambda y, a: np.abs(y),
-}
-BINARY_REFERENCE = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
-
-
-def epilogue_reference(ops, y, inputs, channel_shape):
-    """ops applied to float64 y; a "channel" operand is reshaped to `channel_shape`."""
-    for op in ops:
-        if op.op in UNARY_REFERENCE:
-            y = UNARY_REFERENCE[op.op](y, dict(op.attrs))
-            continue
-        operand = inputs[op.operand].astype(np.float64)
-        if op.operand_kind == "scalar":
-            operand = operand.reshape(-1)[0]
-        elif op.operand_kind == "channel":
-            operand = operand.reshape(channel_shape)
-        lhs, rhs = (operand, y) if op.operand_first else (y, operand)
-        y = BINARY_REFERENCE[op.op](lhs, rhs)
-    return y
-
-
 # name -> (epilogue ops, operand shapes by kind: inputs appended after X, W, B in this order)
 M_EPI = 5
 OUT_EPI = (2, M_EPI, 7, 13)
@@ -180,7 +151,7 @@ def test_conv_epilogues_against_numpy():
                           base.outputs, attrs=base.attrs, epilogue=ops)
         specs.append(spec)
         inputs.append(all_inputs)
-        refs.append(epilogue_reference(ops, ref, all_inputs, (1, M_EPI, 1, 1)))
+        refs.append(apply_epilogue(ops, ref, all_inputs, (1, M_EPI, 1, 1)))
     got = run_kernels(specs, inputs)
     for spec, ref, (y,) in zip(specs, refs, got):
         assert_close(y, ref, spec.name)
@@ -319,7 +290,7 @@ def test_conv_channel_vectors_epilogues_against_numpy():
         spec, packed_inputs = packed_case(spec, all_inputs, 16)
         specs.append(spec)
         inputs.append(packed_inputs)
-        refs.append(epilogue_reference(ops, ref, all_inputs, (1, m, 1, 1)))
+        refs.append(apply_epilogue(ops, ref, all_inputs, (1, m, 1, 1)))
     got = run_kernels(specs, inputs)
     for spec, ref, (y,) in zip(specs, refs, got):
         assert_close(y, ref, spec.name)

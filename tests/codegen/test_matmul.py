@@ -11,6 +11,7 @@ from iree_py.codegen.llvm import emit_assembly, matmul
 from iree_py.codegen.llvm.jit import run_kernels
 from iree_py.codegen.target import load_target
 from iree_py.ir.types import DType, TensorType
+from tests.codegen.epilogue_reference import apply_epilogue
 
 RTOL = 1e-5
 
@@ -58,36 +59,6 @@ def test_matmul_shapes_against_numpy():
         assert_close(y, ref, spec.name)
 
 
-UNARY_REFERENCE = {
-    "Relu": lambda y, a: np.maximum(y, 0.0),
-    "LeakyRelu": lambda y, a: np.where(y < 0, y * a["alpha"], y),
-    "Sigmoid": lambda y, a: 1.0 / (1.0 + np.exp(-y)),
-    "Tanh": lambda y, a: np.tanh(y),
-    "Clip": lambda y, a: np.clip(y, a["min"], a["max"]),
-    "Neg": lambda y, a: -y,
-    "Exp": lambda y, a: np.exp(y),
-    "Sqrt": lambda y, a: np.sqrt(y),
-    "Abs": lambda y, a: np.abs(y),
-}
-BINARY_REFERENCE = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
-
-
-def epilogue_reference(ops, y, inputs):
-    """ops applied to float64 y; "channel" operands line up with the last axis (N)."""
-    for op in ops:
-        if op.op in UNARY_REFERENCE:
-            y = UNARY_REFERENCE[op.op](y, dict(op.attrs))
-            continue
-        operand = inputs[op.operand].astype(np.float64)
-        if op.operand_kind == "scalar":
-            operand = operand.reshape(-1)[0]
-        elif op.operand_kind == "channel":
-            operand = operand.reshape(-1)
-        lhs, rhs = (operand, y) if op.operand_first else (y, operand)
-        y = BINARY_REFERENCE[op.op](lhs, rhs)
-    return y
-
-
 # [2, 13, 6] @ [6, 21]: row tail (13 = 2 * 6 + 1), column tail (21 = 16 + 5 with 8 lanes).
 A_EPI, B_EPI, OUT_EPI = (2, 13, 6), (6, 21), (2, 13, 21)
 EPILOGUES = {
@@ -123,7 +94,7 @@ def test_matmul_epilogues_against_numpy():
         specs.append(KernelSpec(base.name, "matmul", tuple(tensor(np.shape(a)) for a in all_inputs),
                                 base.outputs, epilogue=ops))
         inputs.append(all_inputs)
-        refs.append(epilogue_reference(ops, ref, all_inputs))
+        refs.append(apply_epilogue(ops, ref, all_inputs, (-1,)))  # channel = the last axis, N
     got = run_kernels(specs, inputs)
     for spec, ref, (y,) in zip(specs, refs, got):
         assert_close(y, ref, spec.name)

@@ -22,11 +22,15 @@ from iree_py.ir.types import TensorType
 #   avgpool       as maxpool without dilations, plus count_include_pad (0/1)
 #   globalavgpool X[N,C,...] -> Y[N,C,1,...]
 #   softmax       attrs axis (>= 0): softmax over that one axis
+#   logsoftmax    attrs axis (>= 0): x - max - log(sum(exp(x - max))) over that one axis
+#   hardmax       attrs axis (>= 0): 1.0 at the first maximum along the axis, 0.0 elsewhere
+#   reduce        attrs kind (sum mean max min prod l1 l2 logsum logsumexp sumsquare), axes (sorted,
+#                 >= 0, one contiguous run once size-1 dims are dropped), keepdims (0/1)
 #   lrn           X[N,C,...]; attrs size, alpha, beta, bias (ONNX LRN)
 #   transpose     attrs perm
 #   concat        attrs axis (>= 0); any number of inputs
 KERNEL_KINDS = ("conv2d", "matmul", "elementwise", "maxpool", "avgpool", "globalavgpool", "softmax",
-                "lrn", "transpose", "concat")
+                "logsoftmax", "hardmax", "reduce", "lrn", "transpose", "concat")
 
 # Elementwise ops an Expr or an epilogue may use, with the attributes they read.
 # Gelu is the exact (erf) form, GeluTanh ONNX's approximate="tanh"; Round is half to even.

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from iree_py.frontends.onnx_reduce import REDUCE_CONVERTERS
 from iree_py.ir.graph import Value
 
 if TYPE_CHECKING:
@@ -287,19 +288,25 @@ def lrn(ctx: "OnnxContext") -> list[Value]:
     return [ctx.emit("LRN", [ctx.input(0)], attrs, out=0)]
 
 
-def softmax(ctx: "OnnxContext") -> list[Value]:
-    x = ctx.input(0)
-    rank = x.type.rank
-    if ctx.opset >= 13:
-        axis = _axis(ctx, int(ctx.attr("axis", -1)), rank)
-        return [ctx.emit("Softmax", [x], {"axis": axis}, out=0)]
-    axis = _axis(ctx, int(ctx.attr("axis", 1)), rank)
-    if axis == rank - 1:  # the flattened trailing part is just the last axis
-        return [ctx.emit("Softmax", [x], {"axis": axis}, out=0)]
-    shape = _shape(x)
-    flat = _reshape(ctx, x, (math.prod(shape[:axis]), math.prod(shape[axis:])))
-    y = ctx.emit("Softmax", [flat], {"axis": 1})
-    return [_reshape(ctx, y, shape, out=0)]
+def _softmax_like(op: str) -> Converter:
+    """Softmax, LogSoftmax, Hardmax: one axis from opset 13; before, over the input flattened to 2-D at axis."""
+    def convert(ctx: "OnnxContext") -> list[Value]:
+        x = ctx.input(0)
+        rank = x.type.rank
+        if ctx.opset >= 13:
+            axis = _axis(ctx, int(ctx.attr("axis", -1)), rank)
+            return [ctx.emit(op, [x], {"axis": axis}, out=0)]
+        axis = _axis(ctx, int(ctx.attr("axis", 1)), rank)
+        if axis == rank - 1:  # the flattened trailing part is just the last axis
+            return [ctx.emit(op, [x], {"axis": axis}, out=0)]
+        shape = _shape(x)
+        flat = _reshape(ctx, x, (math.prod(shape[:axis]), math.prod(shape[axis:])))
+        y = ctx.emit(op, [flat], {"axis": 1})
+        return [_reshape(ctx, y, shape, out=0)]
+    return convert
+
+
+softmax = _softmax_like("Softmax")
 
 
 # ---------------------------------------------------------------------------------- shape & layout
@@ -492,6 +499,9 @@ CONVERTERS: dict[str, Converter] = {
     "Flatten": flatten,
     "Transpose": transpose,
     "Softmax": softmax,
+    "LogSoftmax": _softmax_like("LogSoftmax"),
+    "Hardmax": _softmax_like("Hardmax"),
+    **REDUCE_CONVERTERS,
     "Dropout": dropout,
     "Identity": identity,
     "Constant": constant,

@@ -160,6 +160,25 @@ def _softmax(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType
     return [inputs[0]]
 
 
+REDUCE_KINDS = ("sum", "mean", "max", "min", "prod", "l1", "l2", "logsum", "logsumexp", "sumsquare")
+
+
+def _reduce(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    x = _static(inputs[0])
+    axes = list(attrs["axes"])
+    if attrs["kind"] not in REDUCE_KINDS:
+        raise ValueError(f"Reduce kind {attrs['kind']!r} is not one of {list(REDUCE_KINDS)}")
+    if not axes or axes != sorted(set(axes)) or not all(0 <= a < len(x) for a in axes):
+        raise ValueError(f"Reduce axes {axes} must be sorted, unique, non-empty and in range for {inputs[0]}")
+    if attrs["keepdims"] not in (0, 1):
+        raise ValueError(f"Reduce keepdims must be 0 or 1, got {attrs['keepdims']!r}")
+    if attrs["keepdims"]:
+        shape = tuple(1 if i in axes else d for i, d in enumerate(x))
+    else:
+        shape = tuple(d for i, d in enumerate(x) if i not in axes)
+    return [TensorType(inputs[0].dtype, shape)]
+
+
 _DEFS = [
     OpDef("Conv", ("dilations", "group", "pads", "strides"), 2, 3, _conv),
     OpDef("MatMul", (), 2, 2, _matmul),
@@ -189,6 +208,9 @@ _DEFS = [
     OpDef("Reshape", ("shape",), 1, 1, _reshape),
     OpDef("Transpose", ("perm",), 1, 1, _transpose),
     OpDef("Softmax", ("axis",), 1, 1, _softmax),
+    OpDef("LogSoftmax", ("axis",), 1, 1, _softmax),
+    OpDef("Hardmax", ("axis",), 1, 1, _softmax),
+    OpDef("Reduce", ("axes", "keepdims", "kind"), 1, 1, _reduce),
 ]
 
 OPS: dict[str, OpDef] = {d.name: d for d in _DEFS}

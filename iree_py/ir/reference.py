@@ -126,6 +126,48 @@ def softmax(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
     return (e / e.sum(axis=attrs["axis"], keepdims=True)).astype(ins[0].dtype)
 
 
+def log_softmax(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    x = ins[0].astype(np.float64)
+    shifted = x - x.max(axis=attrs["axis"], keepdims=True)
+    return (shifted - np.log(np.exp(shifted).sum(axis=attrs["axis"], keepdims=True))).astype(ins[0].dtype)
+
+
+def hardmax(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    """1 at the first maximum along the axis, 0 elsewhere."""
+    x, axis = ins[0], attrs["axis"]
+    first = np.expand_dims(np.argmax(x, axis=axis), axis)
+    return (np.arange(x.shape[axis]).reshape([-1 if i == axis else 1 for i in range(x.ndim)]) == first).astype(x.dtype)
+
+
+def _logsumexp(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    m = x.max(axis=axes, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    return np.log(np.exp(x - m).sum(axis=axes, keepdims=True)) + m
+
+
+REDUCERS: dict[str, Callable[[np.ndarray, tuple[int, ...]], np.ndarray]] = {
+    "sum": lambda x, axes: x.sum(axis=axes, keepdims=True),
+    "mean": lambda x, axes: x.mean(axis=axes, keepdims=True),
+    "max": lambda x, axes: x.max(axis=axes, keepdims=True),
+    "min": lambda x, axes: x.min(axis=axes, keepdims=True),
+    "prod": lambda x, axes: x.prod(axis=axes, keepdims=True),
+    "l1": lambda x, axes: np.abs(x).sum(axis=axes, keepdims=True),
+    "l2": lambda x, axes: np.sqrt((x * x).sum(axis=axes, keepdims=True)),
+    "logsum": lambda x, axes: np.log(x.sum(axis=axes, keepdims=True)),
+    "logsumexp": _logsumexp,
+    "sumsquare": lambda x, axes: (x * x).sum(axis=axes, keepdims=True),
+}
+
+
+def reduce(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    axes = tuple(attrs["axes"])
+    with np.errstate(all="ignore"):
+        y = REDUCERS[attrs["kind"]](ins[0].astype(np.float64), axes)
+    if not attrs["keepdims"]:
+        y = np.squeeze(y, axis=axes)
+    return np.asarray(y).astype(ins[0].dtype)
+
+
 def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Kernel:
     def run(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
         a, b = ins
@@ -199,6 +241,9 @@ KERNELS: dict[str, Kernel] = {
     "Reshape": lambda ins, a: ins[0].reshape(a["shape"]),
     "Transpose": lambda ins, a: np.transpose(ins[0], a["perm"]),
     "Softmax": softmax,
+    "LogSoftmax": log_softmax,
+    "Hardmax": hardmax,
+    "Reduce": reduce,
 }
 
 

@@ -340,3 +340,53 @@ def test_mod_without_fmod_is_rejected_for_floats() -> None:
     from iree_py.frontends.onnx import import_onnx
     with pytest.raises(CompileError, match="fmod"):
         import_onnx(model([helper.make_node("Mod", ["a", "b"], ["y"])], {"a": (2,), "b": (2,)}, ["y"], 13))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("op", ["LogSoftmax", "Hardmax"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_logsoftmax_hardmax(opset: int, op: str, axis: int | None) -> None:
+    attrs = {} if axis is None else {"axis": axis}
+    check_against_onnxruntime(model([helper.make_node(op, ["x"], ["y"], **attrs)], {"x": (2, 3, 4)}, ["y"], opset))
+
+
+REDUCE_OPS = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+              "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"]
+
+
+def _reduce_model(op: str, opset: int, axes: list[int] | None, keepdims: int | None, noop: int | None = None):
+    axes_as_input = opset >= (13 if op == "ReduceSum" else 18)
+    attrs = {k: v for k, v in (("keepdims", keepdims), ("noop_with_empty_axes", noop)) if v is not None}
+    init: dict[str, np.ndarray] = {}
+    inputs = ["x"]
+    if axes is not None and axes_as_input:
+        init["axes"] = np.array(axes, np.int64)
+        inputs.append("axes")
+    elif axes is not None:
+        attrs["axes"] = axes
+    return model([helper.make_node(op, inputs, ["y"], **attrs)], {"x": (2, 3, 4)}, ["y"], opset, init)
+
+
+def _reduce_feeds(op: str) -> dict[str, np.ndarray]:
+    x = w(2, 3, 4)
+    return {"x": np.abs(x) + 0.1 if op == "ReduceLogSum" else x}
+
+
+@pytest.mark.parametrize("opset", [11, 13, 18, NEWEST])
+@pytest.mark.parametrize("op", REDUCE_OPS)
+@pytest.mark.parametrize("axes,keepdims", [(None, None), ([1], 1), ([-1], 0), ([0, 2], 1), ([2, 0], 0), ([0, 1], 0)])
+def test_reduce(opset: int, op: str, axes: list[int] | None, keepdims: int | None) -> None:
+    check_against_onnxruntime(_reduce_model(op, opset, axes, keepdims), _reduce_feeds(op))
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceL2"])
+@pytest.mark.parametrize("noop", [0, 1])
+def test_reduce_empty_axes_noop(op: str, noop: int) -> None:
+    check_against_onnxruntime(_reduce_model(op, 18, None, 1, noop), _reduce_feeds(op))
+
+
+def test_reduce_non_contiguous_axes_become_transpose_then_reduce() -> None:
+    from iree_py.frontends.onnx import import_onnx
+    g = import_onnx(_reduce_model("ReduceMean", 18, [0, 2], 1))
+    assert [n.op for n in g.nodes] == ["Transpose", "Reduce", "Reshape"]
+    assert g.nodes[1].attrs == {"kind": "mean", "axes": [1, 2], "keepdims": 0}

@@ -255,7 +255,7 @@ def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
             if m_tail:
                 if_then(b, has_m_tail,
                         lambda: _emit_channel_row(b, spec, s, row, b.add(group_first, i64(mg_full)),
-                                                  m_tail, tiling), "mtail")
+                                                  m_tail, tiling))
 
         simple_loop(b, oy_begin, oy_end, 1, output_row, "oy")
 

@@ -296,7 +296,7 @@ def build_channel_vectors(spec: KernelSpec, s: ConvShape, module: ir.Module, tar
         emit(rem_lanes)
     else:
         if_else(b, b.icmp_unsigned("<", in_group, i64(full_blocks)),
-                lambda: emit((v,) * r), lambda: emit(rem_lanes), "mblock")
+                lambda: emit((v,) * r), lambda: emit(rem_lanes))
     kb.finish()
 
     lengths = tuple(t.num_bytes for t in spec.inputs) + (spec.outputs[0].num_bytes,)

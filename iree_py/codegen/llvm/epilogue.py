@@ -158,29 +158,20 @@ def simple_loop(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, step: int,
     carried_loop(b, start, stop, step, [], carry_nothing, name)
 
 
-def if_then(b: ir.IRBuilder, condition: ir.Value, body: Callable[[], None], name: str) -> None:
-    then = b.append_basic_block(f"{name}.then")
-    done = b.append_basic_block(f"{name}.done")
-    b.cbranch(condition, then, done)
-    b.position_at_end(then)
-    body()
-    b.branch(done)
-    b.position_at_end(done)
+def if_then(b: ir.IRBuilder, condition: ir.Value, body: Callable[[], None]) -> None:
+    """llvmlite's if_then, taking the body as a callback (as the loop helpers here do)."""
+    with b.if_then(condition):
+        body()
 
 
 def if_else(b: ir.IRBuilder, condition: ir.Value, then_body: Callable[[], None],
-            else_body: Callable[[], None], name: str) -> None:
-    then = b.append_basic_block(f"{name}.then")
-    other = b.append_basic_block(f"{name}.else")
-    done = b.append_basic_block(f"{name}.done")
-    b.cbranch(condition, then, other)
-    b.position_at_end(then)
-    then_body()
-    b.branch(done)
-    b.position_at_end(other)
-    else_body()
-    b.branch(done)
-    b.position_at_end(done)
+            else_body: Callable[[], None]) -> None:
+    """llvmlite's if_else, taking both bodies as callbacks."""
+    with b.if_else(condition) as (then, otherwise):
+        with then:
+            then_body()
+        with otherwise:
+            else_body()
 
 
 # ---------------------------------------------------------------------------------------------

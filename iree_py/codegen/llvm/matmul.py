@@ -177,8 +177,7 @@ def _emit_row_tiles(b: ir.IRBuilder, spec: KernelSpec, shape: MatmulShape, ops: 
     row_tail = shape.m % tiling.rows
     if row_tail:
         if_then(b, has_row_tail,
-                lambda: _emit_tile(b, spec, shape, ops, row_tail, widths, i64(shape.m - row_tail), col),
-                "mtail")
+                lambda: _emit_tile(b, spec, shape, ops, row_tail, widths, i64(shape.m - row_tail), col))
 
 
 def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
@@ -216,7 +215,7 @@ def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
         tail_widths = vector_widths(col_tail, lanes)
         if_then(b, b.icmp_signed(">", col_block_end, i64(n_full)),
                 lambda: _emit_row_tiles(b, spec, shape, ops, tiling, row_begin, row_full_end, has_row_tail,
-                                        tail_widths, i64(n_full)), "ntail")
+                                        tail_widths, i64(n_full)))
     kb.finish()
 
     lengths = tuple(t.num_bytes for t in spec.inputs) + (spec.outputs[0].num_bytes,)

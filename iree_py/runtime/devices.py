@@ -144,7 +144,7 @@ class QemuDevice:
         self.runner = runner_for(self.target.name, self.target.cross_cc)
         self.image = image
 
-    def call(self, fn: Function, inputs: list[np.ndarray], repeat: int = 0) -> list[np.ndarray]:
+    def call(self, fn: Function, inputs: list[np.ndarray]) -> list[np.ndarray]:
         with tempfile.TemporaryDirectory(prefix="iree-py-") as tmp:
             d = Path(tmp)
             self.image.tofile(d / "m.vmfb")
@@ -153,12 +153,12 @@ class QemuDevice:
                 (d / f"in{i}.bin").write_bytes(a.tobytes())
                 cmd.append(f"--input={d / f'in{i}.bin'}")
             cmd += [f"--output={d / f'out{i}.bin'}" for i in range(len(fn.outputs))]
-            if repeat:
-                cmd.append(f"--repeat={repeat}")
             result = subprocess.run(cmd, capture_output=True, text=True)
             if result.returncode != 0:
-                raise IreeRuntimeError(f"{fn.name} under {self.target.qemu}: {result.stderr.strip() or result.stdout.strip()}")
-            self.last_stdout = result.stdout
+                status = (f"killed by signal {-result.returncode}" if result.returncode < 0
+                          else f"exit status {result.returncode}")
+                detail = result.stderr.strip() or result.stdout.strip()
+                raise IreeRuntimeError(f"{fn.name} under {self.target.qemu} ({status}){': ' + detail if detail else ''}")
             return [np.fromfile(d / f"out{i}.bin", dtype=s.dtype.numpy).reshape(s.shape)
                     for i, s in enumerate(fn.outputs)]
 

@@ -21,7 +21,6 @@ class HostProgram:
     i64_register_count: int
     ref_register_count: int
     constants: list[Value]            # module constant table, in index order
-    copied_outputs: list[str] = field(default_factory=list)  # outputs that needed a copy into the arena
 
 
 RefKey = tuple[int, int, int]  # (id of the value owning the bytes, byte offset, byte length)
@@ -79,7 +78,6 @@ def lower_graph(graph: Graph, dispatches: list[Dispatch], entry_of: list[int], k
         code.emit("dispatch", 0, entry, *groups, push, bindings)
 
     results = []
-    copied = []
     for v in graph.outputs:
         if plan.storage(v) is not None:
             results.append(ref_of(v))
@@ -88,6 +86,5 @@ def lower_graph(graph: Graph, dispatches: list[Dispatch], entry_of: list[int], k
         code.emit("buffer_arena", dst, output_copies[id(v)], v.type.num_bytes)
         code.emit("buffer_copy", dst, ref_of(v))
         results.append(dst)
-        copied.append(v.name)
     code.emit("ret", results)
-    return HostProgram(code.finish(), len(regs.ints), regs.ref_count, constants, copied)
+    return HostProgram(code.finish(), len(regs.ints), regs.ref_count, constants)

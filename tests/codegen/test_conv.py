@@ -136,25 +136,33 @@ EPILOGUES = {
 }
 
 
+def epilogue_operands(rng: np.random.Generator, shapes) -> list[np.ndarray]:
+    """Random operands of the given shapes, kept away from zero so Div references are well conditioned."""
+    return [(rng.uniform(0.5, 1.5, s) * rng.choice([-1, 1], s)).astype(np.float32) for s in shapes]
+
+
+def with_epilogue(base: KernelSpec, all_inputs: list[np.ndarray], ops) -> KernelSpec:
+    return KernelSpec(base.name, "conv2d", tuple(tensor(np.shape(a)) for a in all_inputs), base.outputs,
+                      attrs=base.attrs, epilogue=ops)
+
+
+def check_all(specs: list[KernelSpec], inputs: list[list[np.ndarray]], refs: list[np.ndarray]) -> None:
+    """All specs in one library (one build), each output checked against its reference."""
+    for spec, ref, (y,) in zip(specs, refs, run_kernels(specs, inputs)):
+        assert_close(y, ref, spec.name)
+
+
 def test_conv_epilogues_against_numpy():
     """Every unary op and every operand kind / order, on a conv with border and tail columns
     (3x3 pad 1 over 7x13, 5 output channels: one full channel tile and a tail, N = 2)."""
     specs, inputs, refs = [], [], []
     for i, (name, (ops, operand_shapes)) in enumerate(EPILOGUES.items()):
         base, args, ref = make_case(f"conv_epi_{name}", 2, 3, 7, 13, M_EPI, 3, 3, pads=(1, 1, 1, 1), seed=i)
-        rng = np.random.default_rng(100 + i)
-        # Div operands stay away from zero so the reference is well conditioned.
-        operands = [(rng.uniform(0.5, 1.5, s) * rng.choice([-1, 1], s)).astype(np.float32)
-                    for s in operand_shapes]
-        all_inputs = args + operands
-        spec = KernelSpec(base.name, "conv2d", tuple(tensor(np.shape(a)) for a in all_inputs),
-                          base.outputs, attrs=base.attrs, epilogue=ops)
-        specs.append(spec)
+        all_inputs = args + epilogue_operands(np.random.default_rng(100 + i), operand_shapes)
+        specs.append(with_epilogue(base, all_inputs, ops))
         inputs.append(all_inputs)
         refs.append(apply_epilogue(ops, ref, all_inputs, (1, M_EPI, 1, 1)))
-    got = run_kernels(specs, inputs)
-    for spec, ref, (y,) in zip(specs, refs, got):
-        assert_close(y, ref, spec.name)
+    check_all(specs, inputs, refs)
 
 
 def test_conv_without_bias_reads_input_2_as_epilogue_operand():
@@ -281,19 +289,13 @@ def test_conv_channel_vectors_epilogues_against_numpy():
     for i, (name, (ops, operand_shapes)) in enumerate(EPILOGUES.items()):
         base, args, ref = make_case(f"convch_epi_{name}", 2, 3, 7, 6, m, 3, 3, pads=(1, 1, 1, 1), seed=i)
         out = tuple(base.outputs[0].shape)
-        rng = np.random.default_rng(200 + i)
         shapes = [_resized_operand(tuple(s), m, out) for s in operand_shapes]
-        operands = [(rng.uniform(0.5, 1.5, s) * rng.choice([-1, 1], s)).astype(np.float32) for s in shapes]
-        all_inputs = args + operands
-        spec = KernelSpec(base.name, "conv2d", tuple(tensor(np.shape(a)) for a in all_inputs),
-                          base.outputs, attrs=base.attrs, epilogue=ops)
-        spec, packed_inputs = packed_case(spec, all_inputs, 16)
+        all_inputs = args + epilogue_operands(np.random.default_rng(200 + i), shapes)
+        spec, packed_inputs = packed_case(with_epilogue(base, all_inputs, ops), all_inputs, 16)
         specs.append(spec)
         inputs.append(packed_inputs)
         refs.append(apply_epilogue(ops, ref, all_inputs, (1, m, 1, 1)))
-    got = run_kernels(specs, inputs)
-    for spec, ref, (y,) in zip(specs, refs, got):
-        assert_close(y, ref, spec.name)
+    check_all(specs, inputs, refs)
 
 
 def test_conv_channel_vectors_grid_splits_work():

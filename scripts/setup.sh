@@ -10,7 +10,11 @@ APT_PACKAGES=(
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross   # the runtime cross-built for arm64
   gcc-arm-linux-gnueabihf libc6-dev-armhf-cross # 32-bit ARM: the kernel ABI layout test
                                    # (not gcc-multilib: Debian won't install it beside cross compilers)
+  gcc-riscv64-linux-gnu libc6-dev-riscv64-cross # the runtime cross-built for riscv64 Linux
+  gcc-arm-none-eabi libnewlib-arm-none-eabi     # bare-metal runtime and firmware for Cortex-M
+  picolibc-riscv64-unknown-elf                  # brings riscv64-unknown-elf-gcc: firmware for riscv32
   qemu-user                        # qemu-aarch64 runs arm64 modules here; qemu-arm the 32-bit probe
+  qemu-system-arm qemu-system-misc # emulated boards: MPS2 (Cortex-M4/M7) and riscv32 virt
   flatbuffers-compiler             # flatc: the module schema test
 )
 missing=()

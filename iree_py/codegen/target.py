@@ -17,17 +17,21 @@ TARGETS_DIR = Path(__file__).resolve().parents[2] / "targets"
 @dataclass(frozen=True)
 class Target:
     name: str
-    arch: str              # ELF architecture of kernels and runtime: "x86_64", "aarch64"
+    arch: str              # architecture of kernels and runtime: "x86_64", "aarch64", "riscv64", "thumbv7em", "riscv32"
     triple: str            # LLVM target triple
     cpu: str               # LLVM CPU name; "host" means this machine's
     features: str          # LLVM feature string; "host" means this machine's
     vector_bits: int       # preferred SIMD width for kernels
     pointer_bits: int
-    executable_format: str # "elf"
-    runtime: str           # how the runtime is built: "native" | "cross-linux"
-    run: str               # how modules run from the host harness: "local" | "qemu-user"
-    cross_cc: str = ""     # C cross compiler, for runtime = "cross-linux"
-    qemu: str = ""         # qemu-user binary, for run = "qemu-user"
+    executable_format: str # "elf" (loaded and relocated) | "flat" (used in place)
+    runtime: str           # how the runtime is built: "native" | "cross-linux" | "bare-metal"
+    run: str               # how modules run from the host harness: "local" | "qemu-user" | "qemu-system"
+    cross_cc: str = ""     # C cross compiler, for runtime = "cross-linux" | "bare-metal"
+    cross_cflags: str = "" # flags that select the CPU and float ABI for cross_cc
+    qemu: str = ""         # qemu binary: user mode for run = "qemu-user", system for "qemu-system"
+    board: str = ""        # bare metal: the emulated board the firmware is built for (runtime_c/firmware/)
+    ram_bytes: int = 0     # bare metal: RAM a model may use (the default for compile --ram)
+    flash_bytes: int = 0   # bare metal: flash for modules (the default for compile --flash)
     vector_registers: int = 16  # SIMD registers kernels may tile for (x86 AVX: 16, AVX-512/NEON: 32)
 
     @property

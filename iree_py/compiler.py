@@ -9,6 +9,7 @@ from iree_py.codegen.dispatch import Dispatch, dispatch_for
 from iree_py.codegen.kernel_spec import ExecutableBlob, KernelSpec
 from iree_py.codegen.llvm import build_executable
 from iree_py.codegen.target import Target, load_target
+from iree_py.fit import check_fit, footprint
 from iree_py.frontends.onnx import import_onnx
 from iree_py.ir.graph import Graph
 from iree_py.module import model as mod
@@ -27,6 +28,8 @@ class CompileOptions:
     print_ir_after: set[str] | str | None = None  # pass names, or "all"
     debug_info: bool = True                       # keep source node names per kernel
     print_fn: Callable[[str], None] = print
+    ram: int | None = None                        # bytes of board RAM; None: the target's ram_bytes
+    flash: int | None = None                      # bytes of board flash; None: the target's flash_bytes
 
 
 def compile_model(model: ModelSource, options: CompileOptions | None = None) -> bytes:
@@ -47,7 +50,18 @@ def compile_model(model: ModelSource, options: CompileOptions | None = None) -> 
     # 6. Lower the host program to VM bytecode.
     program = lower_graph(graph, dispatches, entry_of, list(blob.kernels), plan, output_copies)
     # 7. Serialize the module.
-    return write_module(build_module(graph, target, specs, blob, plan, arena_size, program, options.debug_info))
+    module = build_module(graph, target, specs, blob, plan, arena_size, program, options.debug_info)
+    data = write_module(module)
+    # 8. Refuse a module too big for the board (bare-metal targets, or when --ram/--flash are given).
+    check_board_fit(target, module, len(data), options)
+    return data
+
+
+def check_board_fit(target: Target, module: mod.Module, module_bytes: int, options: CompileOptions) -> None:
+    bare_metal = target.runtime == "bare-metal"
+    ram = options.ram if options.ram is not None else (target.ram_bytes if bare_metal else None)
+    flash = options.flash if options.flash is not None else (target.flash_bytes if bare_metal else None)
+    check_fit(target, footprint(target, module, module_bytes), ram, flash)
 
 
 def partition(graph: Graph, elided: set[int], target: Target | None = None) -> list[Dispatch]:

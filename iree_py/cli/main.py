@@ -14,10 +14,17 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     from iree_py.compiler import CompileOptions, compile_model
     dims = dict(_parse_dim(d) for d in args.dim)
     after = "all" if args.print_ir_after_all else set(args.print_ir_after or []) or None
+    from iree_py.fit import parse_size
     data = compile_model(args.model, CompileOptions(target=args.target, dims=dims or None, print_ir_after=after,
                                                     debug_info=not args.strip_debug,
-                                                    print_fn=lambda s: print(s, file=sys.stderr)))
-    Path(args.output).write_bytes(data)
+                                                    print_fn=lambda s: print(s, file=sys.stderr),
+                                                    ram=parse_size(args.ram) if args.ram else None,
+                                                    flash=parse_size(args.flash) if args.flash else None))
+    if args.emit_c:
+        from iree_py.module.emit_c import emit_c
+        emit_c(data, Path(args.output))
+    else:
+        Path(args.output).write_bytes(data)
     return 0
 
 
@@ -81,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--print-ir-after", action="append", metavar="PASS", help="print the IR after this pass")
     c.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass")
     c.add_argument("--strip-debug", action="store_true", help="leave out source node names")
+    c.add_argument("--emit-c", action="store_true", help="write the module as C source: -o NAME.c (and NAME.h)")
+    c.add_argument("--ram", metavar="SIZE", help="board RAM (e.g. 256K): refuse a model whose arena and runtime do not fit")
+    c.add_argument("--flash", metavar="SIZE", help="board flash (e.g. 1M): refuse a module and firmware that do not fit")
     c.set_defaults(func=_cmd_compile)
 
     r = sub.add_parser("run", help="run a module's function on inputs")

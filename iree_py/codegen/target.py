@@ -32,6 +32,8 @@ class Target:
     board: str = ""        # bare metal: the emulated board the firmware is built for (runtime_c/firmware/)
     ram_bytes: int = 0     # bare metal: RAM a model may use (the default for compile --ram)
     flash_bytes: int = 0   # bare metal: flash for modules (the default for compile --flash)
+    runtime_ram_bytes: int = 0    # bare metal: RAM the firmware itself uses (stack, runtime, server)
+    runtime_flash_bytes: int = 0  # bare metal: flash the firmware itself takes
     vector_registers: int = 16  # SIMD registers kernels may tile for (x86 AVX: 16, AVX-512/NEON: 32)
 
     @property

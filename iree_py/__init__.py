@@ -7,15 +7,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from iree_py.errors import CompileError, IreePyError, IreeRuntimeError, ModuleFormatError
+
+if TYPE_CHECKING:
+    from iree_py.codegen.target import Target
 
 __all__ = ["compile", "load", "CompileError", "IreePyError", "IreeRuntimeError", "ModuleFormatError"]
 
 
-def compile(model: str | Path | bytes, target: str = "host", *, dims: dict[str, int] | None = None,
+def compile(model: str | Path | bytes, target: str | Target = "host", *, dims: dict[str, int] | None = None,
             debug_info: bool = True) -> bytes:
-    """Compile an ONNX model (path or bytes) for `target`; returns the module (.vmfb) bytes."""
+    """Compile an ONNX model (path or bytes) for `target` (a name in targets/, or a Target record
+    from iree_py.codegen.target); returns the module (.vmfb) bytes."""
     from iree_py.compiler import CompileOptions, compile_model
     return compile_model(model, CompileOptions(target=target, dims=dims, debug_info=debug_info))
 

@@ -23,7 +23,7 @@ ModelSource = str | Path | bytes
 
 @dataclasses.dataclass
 class CompileOptions:
-    target: str = "host"
+    target: str | Target = "host"                # a name in targets/, or a Target record (tests: a variant)
     dims: dict[str, int] | None = None          # values for symbolic input dims
     print_ir_after: set[str] | str | None = None  # pass names, or "all"
     debug_info: bool = True                       # keep source node names per kernel
@@ -34,7 +34,7 @@ class CompileOptions:
 
 def compile_model(model: ModelSource, options: CompileOptions | None = None) -> bytes:
     options = options or CompileOptions()
-    target = load_target(options.target)
+    target = options.target if isinstance(options.target, Target) else load_target(options.target)
     # 1. Import: ONNX (any opset 7..newest) -> graph IR with normalized ops.
     graph = import_onnx(model, dims=options.dims)
     # 2. Optimize: fold constants and BatchNorm, fuse elementwise ops into their producers, drop dead code.
@@ -120,9 +120,10 @@ def build_module(graph: Graph, target: Target, specs: list[KernelSpec], blob: Ex
         bytecode=program.bytecode,
     )
     constants = [mod.Constant(v.name, v.const.astype(v.type.dtype.numpy, copy=False).tobytes()) for v in program.constants]
-    entry_points = [mod.EntryPoint(k.name, len(k.binding_min_lengths), len(k.push_constants), list(k.binding_min_lengths))
-                    for k in blob.kernels]
-    executable = mod.Executable(blob.arch, entry_points, blob.code)
+    offsets = blob.entry_offsets or (0,) * len(blob.kernels)  # flat: where each kernel starts in the code
+    entry_points = [mod.EntryPoint(k.name, len(k.binding_min_lengths), len(k.push_constants), list(k.binding_min_lengths),
+                                   offset) for k, offset in zip(blob.kernels, offsets)]
+    executable = mod.Executable(blob.arch, entry_points, blob.code, blob.format)
     buffers = [mod.PlannedBuffer(s.name, s.offset, s.size) for s in plan.storages]
     debug = [mod.EntryPointDebug(0, i, list(s.source_nodes)) for i, s in enumerate(specs)] if debug_info else None
     return mod.Module(graph.name or "main", [function], constants, [executable],

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "small_cnn.onnx"
@@ -34,14 +35,15 @@ def test_compile_run_dump_on_host(tmp_path):
     assert "memory plan: arena" in r.stdout and "dispatch" in r.stdout and "x86_64 elf" in r.stdout
 
 
-def test_arm64_under_qemu(tmp_path):
-    module = tmp_path / "m_arm.vmfb"
-    assert iree_py("compile", str(EXAMPLE), "--target=arm64", "-o", str(module)).returncode == 0
+@pytest.mark.parametrize("target,arch", [("arm64", "aarch64"), ("riscv64", "riscv64"), ("riscv64-rvv", "riscv64")])
+def test_cross_target_under_qemu(tmp_path, target: str, arch: str):
+    module = tmp_path / f"m_{target}.vmfb"
+    assert iree_py("compile", str(EXAMPLE), f"--target={target}", "-o", str(module)).returncode == 0
     out = tmp_path / "y.npy"
     r = iree_py("run", str(module), "--device=qemu", f"--input=@{EXAMPLE_INPUT}", f"--output=@{out}")
     assert r.returncode == 0, r.stderr
     np.testing.assert_allclose(np.load(out), reference(), atol=1e-5)
-    assert "aarch64 elf" in iree_py("dump", str(module)).stdout
+    assert f"{arch} elf" in iree_py("dump", str(module)).stdout
 
 
 def test_inline_input_form(tmp_path):

@@ -1,5 +1,5 @@
 """The Python mirror of runtime_c/hal/kernel_abi.h agrees with the C header: on the 64-bit host,
-on aarch64 and on 32-bit ARM (cross compilers + qemu-user, installed by scripts/setup.sh)."""
+on aarch64, riscv64 and 32-bit ARM (cross compilers + qemu-user, installed by scripts/setup.sh)."""
 from __future__ import annotations
 
 import ctypes
@@ -61,6 +61,10 @@ def test_host_layout_matches_header(tmp_path: Path) -> None:
 
 def test_aarch64_layout_matches_header(tmp_path: Path) -> None:
     assert _probe(tmp_path, "aarch64-linux-gnu-gcc", ["qemu-aarch64"], ["-static"]) == _expected(64)
+
+
+def test_riscv64_layout_matches_header(tmp_path: Path) -> None:
+    assert _probe(tmp_path, "riscv64-linux-gnu-gcc", ["qemu-riscv64"], ["-static"]) == _expected(64)
 
 
 def test_32bit_layout_matches_header(tmp_path: Path) -> None:

@@ -108,5 +108,7 @@ class ExecutableBlob:
     """One linked kernel library for one architecture."""
 
     arch: str                      # "x86_64", "aarch64"
-    code: bytes                    # ELF shared object, entry = irp_kernel_library_query
+    code: bytes                    # elf: shared object, entry = irp_kernel_library_query; flat: memory image
     kernels: tuple[KernelInfo, ...]  # in entry-point order
+    format: str = "elf"            # "elf" | "flat" (docs/microcontrollers.md)
+    entry_offsets: tuple[int, ...] = ()  # flat: each kernel's offset in `code` (Thumb: | 1)

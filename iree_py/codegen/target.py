@@ -29,11 +29,11 @@ class Target:
     cross_cc: str = ""     # C cross compiler, for runtime = "cross-linux" | "bare-metal"
     cross_cflags: str = "" # flags that select the CPU and float ABI for cross_cc
     qemu: str = ""         # qemu binary: user mode for run = "qemu-user", system for "qemu-system"
+    qemu_cpu: str = ""     # qemu -cpu value for run = "qemu-user"; "" = qemu's default CPU
     board: str = ""        # bare metal: the emulated board the firmware is built for (runtime_c/firmware/)
-    ram_bytes: int = 0     # bare metal: RAM a model may use (the default for compile --ram)
-    flash_bytes: int = 0   # bare metal: flash for modules (the default for compile --flash)
-    runtime_ram_bytes: int = 0    # bare metal: RAM the firmware itself uses (stack, runtime, server)
-    runtime_flash_bytes: int = 0  # bare metal: flash the firmware itself takes
+    ram_bytes: int = 0     # bare metal: the runtime's RAM region in the firmware (the default for compile --ram)
+    flash_bytes: int = 0   # bare metal: module storage in the firmware (the default for compile --flash)
+    runtime_ram_bytes: int = 0  # bare metal: RAM of ram_bytes the device server and runtime records take
     vector_registers: int = 16  # SIMD registers kernels may tile for (x86 AVX: 16, AVX-512/NEON: 32)
 
     @property

@@ -40,6 +40,7 @@ class EntryPoint:
     binding_count: int
     push_constant_count: int
     binding_min_lengths: list[int]
+    code_offset: int = 0  # flat executables: where the function starts in `code` (Thumb: | 1)
 
 
 @dataclass
@@ -81,6 +82,6 @@ class Module:
     format_version: int = FORMAT_VERSION
 
 
-EXECUTABLE_FORMATS = ("elf",)
+EXECUTABLE_FORMATS = ("elf", "flat")  # ExecutableFormat in module.fbs, in order
 FILE_IDENTIFIER = b"IRPY"
 CONSTANT_ALIGNMENT = 64

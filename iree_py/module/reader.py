@@ -124,7 +124,11 @@ def _function(t: _T) -> Function:
 
 
 def _executable(t: _T, payloads: bool) -> Executable:
-    entries = [EntryPoint(e.string(0), e.scalar(1, N.Uint16Flags), e.scalar(2, N.Uint16Flags), e.scalars(3, "Q"))
-               for e in t.tables(2)]
-    return Executable(arch=t.string(0), format=EXECUTABLE_FORMATS[t.scalar(1, N.Uint8Flags)],
+    entries = [EntryPoint(e.string(0), e.scalar(1, N.Uint16Flags), e.scalar(2, N.Uint16Flags), e.scalars(3, "Q"),
+                          e.scalar(4, N.Uint32Flags)) for e in t.tables(2)]
+    format_code = t.scalar(1, N.Uint8Flags)
+    if format_code >= len(EXECUTABLE_FORMATS):
+        raise ModuleFormatError(f"executable for {t.string(0)}: unknown format {format_code}; "
+                                f"known: {', '.join(f'{i} = {n}' for i, n in enumerate(EXECUTABLE_FORMATS))}")
+    return Executable(arch=t.string(0), format=EXECUTABLE_FORMATS[format_code],
                       entry_points=entries, code=t.bytes_(3)[0] if payloads else b"")

@@ -102,15 +102,18 @@ def _constant(b: flatbuffers.Builder, c: Constant) -> Offset:
 def _entry_point(b: flatbuffers.Builder, e: EntryPoint) -> Offset:
     name = b.CreateString(e.name)
     lengths = _scalar_vector(b, list(e.binding_min_lengths), 8, b.PrependUint64)
-    b.StartObject(4)
+    b.StartObject(5)
     b.PrependUOffsetTRelativeSlot(0, name, 0)
     b.PrependUint16Slot(1, e.binding_count, 0)
     b.PrependUint16Slot(2, e.push_constant_count, 0)
     b.PrependUOffsetTRelativeSlot(3, lengths, 0)
+    b.PrependUint32Slot(4, e.code_offset, 0)  # default 0 is not stored: elf modules are unchanged
     return b.EndObject()
 
 
 def _executable(b: flatbuffers.Builder, e: Executable) -> Offset:
+    if e.format not in EXECUTABLE_FORMATS:
+        raise ValueError(f"executable for {e.arch}: format {e.format!r} is not one of {EXECUTABLE_FORMATS}")
     arch = b.CreateString(e.arch)
     entry_points = _table_vector(b, [_entry_point(b, ep) for ep in e.entry_points])
     code = _bytes(b, e.code, CONSTANT_ALIGNMENT)

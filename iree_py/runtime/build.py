@@ -29,9 +29,9 @@ def _up_to_date(path: Path) -> bool:
     return path.exists() and path.stat().st_mtime >= _newest_source_mtime()
 
 
-def build_runtime(target_name: str, cross_cc: str = "", force: bool = False) -> Path:
-    """Build the runtime for `target_name` (host: shared library + runner; cross: static runner).
-    Returns the build directory."""
+def build_runtime(target_name: str, cross_cc: str = "", force: bool = False, cflags: str = "") -> Path:
+    """Build the runtime for `target_name` (host: shared library + runner; cross: static runner),
+    with `cflags` added to every compile (make's CFLAGS_EXTRA). Returns the build directory."""
     out = BUILD_ROOT / target_name
     product = out / (RUNNER_NAME if cross_cc else LIBRARY_NAME)
     if not force and _up_to_date(product):
@@ -43,6 +43,7 @@ def build_runtime(target_name: str, cross_cc: str = "", force: bool = False) -> 
             return out
         cmd = ["make", "-s", "-C", str(RUNTIME_SRC), f"BUILD_DIR={out}"]
         cmd += [f"CC={cross_cc}", "STATIC=1", "runner"] if cross_cc else ["all"]
+        cmd += [f"CFLAGS_EXTRA={cflags}"] if cflags else []
         result = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "MAKEFLAGS": ""})
         if result.returncode != 0:
             raise IreePyError(f"building the runtime for {target_name} failed ({' '.join(cmd)}):\n"
@@ -55,5 +56,5 @@ def host_library() -> Path:
     return build_runtime("host") / LIBRARY_NAME
 
 
-def runner_for(target_name: str, cross_cc: str) -> Path:
-    return build_runtime(target_name, cross_cc) / RUNNER_NAME
+def runner_for(target_name: str, cross_cc: str, cflags: str = "") -> Path:
+    return build_runtime(target_name, cross_cc, cflags=cflags) / RUNNER_NAME

@@ -3,6 +3,7 @@ runner under qemu-user (qemu). Both take and return numpy arrays."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import platform
 import subprocess
 import tempfile
@@ -128,12 +129,34 @@ class LocalDevice:
             lib.irp_runtime_release(self.runtime)
 
 
+def user_mode_stand_in(arch: str) -> Target | None:
+    """For a bare-metal architecture whose kernels a Linux CPU also executes, the target that runs its
+    modules in a Linux runner under qemu-user (kernel tests without a board); None for the others.
+    thumbv7em: Thumb-2, VFP and DSP code runs on armhf Linux under `qemu-arm -cpu max`; the runner,
+    built for armhf, says it runs thumbv7em (flat) executables."""
+    if arch != "thumbv7em":
+        return None
+    return dataclasses.replace(load_target("cortex-m4"), name="thumbv7em-linux", run="qemu-user", qemu="qemu-arm",
+                               qemu_cpu="max", cross_cc="arm-linux-gnueabihf-gcc",
+                               cross_cflags='-DIRP_ARCH_NAME=\\"thumbv7em\\"')
+
+
 def qemu_target_for(arch: str) -> Target:
-    for name in available_targets():
-        t = load_target(name)
-        if t.arch == arch and t.run == "qemu-user":
-            return t
-    raise IreePyError(f"no target runs {arch} modules under qemu")
+    """The qemu-user target for modules of `arch`. A module records only its arch, so when several
+    targets share one (riscv64 and riscv64-rvv) they must run modules alike: the same runner and
+    the same emulated CPU (for riscv64: V enabled, which runs modules with and without vectors)."""
+    candidates = [t for t in map(load_target, available_targets()) if t.arch == arch and t.run == "qemu-user"]
+    if not candidates and user_mode_stand_in(arch) is not None:
+        return user_mode_stand_in(arch)
+    if not candidates:
+        raise IreePyError(f"no target runs {arch} modules under qemu")
+    first = candidates[0]
+    for other in candidates[1:]:
+        if (other.qemu, other.qemu_cpu, other.cross_cc) != (first.qemu, first.qemu_cpu, first.cross_cc):
+            raise IreePyError(f"targets {first.name} and {other.name} both run {arch} modules under qemu but "
+                              f"differ in qemu, qemu_cpu or cross_cc: {(first.qemu, first.qemu_cpu, first.cross_cc)} "
+                              f"vs {(other.qemu, other.qemu_cpu, other.cross_cc)}")
+    return first
 
 
 class QemuDevice:
@@ -141,14 +164,15 @@ class QemuDevice:
 
     def __init__(self, image: np.ndarray, arch: str) -> None:
         self.target = qemu_target_for(arch)
-        self.runner = runner_for(self.target.name, self.target.cross_cc)
+        self.runner = runner_for(self.target.name, self.target.cross_cc, self.target.cross_cflags)
         self.image = image
 
     def call(self, fn: Function, inputs: list[np.ndarray]) -> list[np.ndarray]:
         with tempfile.TemporaryDirectory(prefix="iree-py-") as tmp:
             d = Path(tmp)
             self.image.tofile(d / "m.vmfb")
-            cmd = [self.target.qemu, str(self.runner), str(d / "m.vmfb"), f"--function={fn.name}"]
+            cpu = ["-cpu", self.target.qemu_cpu] if self.target.qemu_cpu else []
+            cmd = [self.target.qemu, *cpu, str(self.runner), str(d / "m.vmfb"), f"--function={fn.name}"]
             for i, a in enumerate(inputs):
                 (d / f"in{i}.bin").write_bytes(a.tobytes())
                 cmd.append(f"--input={d / f'in{i}.bin'}")
@@ -171,6 +195,18 @@ def open_device(device: str, image: np.ndarray, module: Module) -> LocalDevice |
             raise IreePyError(f"this module was compiled for {arch}; this host is {HOST_ARCH}: "
                               f"run it with device='qemu' (--device=qemu)")
         return LocalDevice(image)
+    if device == "qemu-user":  # the Linux runner under qemu-user, also for bare-metal archs (user_mode_stand_in)
+        return QemuDevice(image, arch)
+    if device.startswith(("serial://", "socket://")):  # a board running the device server
+        from iree_py.runtime.serial_device import SerialDevice
+        board = SerialDevice(device)
+        board.ensure_module(image.tobytes(), arch)
+        return board
+    if device == "qemu" or device.startswith("qemu:"):  # a bare-metal module: its target's emulated board
+        from iree_py.runtime.board import board_target_for, open_board_device
+        target = board_target_for(arch, device.removeprefix("qemu").removeprefix(":"))
+        if target is not None:
+            return open_board_device(target, image.tobytes(), arch)
     if device == "qemu" or device.startswith("qemu-"):
         return QemuDevice(image, device.removeprefix("qemu-") if device.startswith("qemu-") else arch)
-    raise IreePyError(f"unknown device {device!r}: use 'local' or 'qemu'")
+    raise IreePyError(f"unknown device {device!r}: use 'local', 'qemu', 'qemu:TARGET', serial://PORT or socket://HOST:PORT")

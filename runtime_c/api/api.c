@@ -1,4 +1,5 @@
 /* Implements api/iree_py_runtime.h on top of vm/ (module, verifier, interpreter) and hal/. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -161,7 +162,7 @@ static irp_status_t irp_describe(const irp_module_t* module, int32_t function, i
   if (f == NULL || out_view == NULL) return IRP_INVALID_ARGUMENT;
   int32_t count = input ? f->input_count : f->output_count;
   if (index < 0 || index >= count) {
-    return IRP_FAIL(&module->runtime->diag, IRP_INVALID_ARGUMENT, "%s: %s %d does not exist (it has %d)",
+    return IRP_FAIL(&module->runtime->diag, IRP_INVALID_ARGUMENT, "%s: %s %" PRId32 " does not exist (it has %" PRId32 ")",
                     f->name, input ? "input" : "output", index, count);
   }
   const irp_vm_tensor_sig_t* sig = input ? &f->inputs[index] : &f->outputs[index];
@@ -200,7 +201,7 @@ static irp_status_t irp_check_input(const irp_module_t* module, const irp_vm_fun
   irp_diag_t* diag = &module->runtime->diag;
   const irp_vm_tensor_sig_t* sig = &f->inputs[index];
   if (view->dtype != sig->dtype) {
-    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %d '%s' has dtype %d but the signature expects %d",
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %" PRId32 " '%s' has dtype %d but the signature expects %d",
                     f->name, index, sig->name, (int)view->dtype, (int)sig->dtype);
   }
   bool same_shape = view->rank == sig->rank;
@@ -209,15 +210,15 @@ static irp_status_t irp_check_input(const irp_module_t* module, const irp_vm_fun
     char got[160] = "?", expected[160];
     if (view->rank >= 0 && view->rank <= IRP_MAX_RANK) irp_format_shape(view->shape, view->rank, got, sizeof(got));
     irp_format_shape(sig->shape, sig->rank, expected, sizeof(expected));
-    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %d '%s' has shape [%s] but the signature expects [%s]",
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %" PRId32 " '%s' has shape [%s] but the signature expects [%s]",
                     f->name, index, sig->name, got, expected);
   }
   if (view->length != sig->byte_length) {
-    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %d '%s' is %zu bytes but the signature needs %zu",
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %" PRId32 " '%s' is %zu bytes but the signature needs %zu",
                     f->name, index, sig->name, view->length, sig->byte_length);
   }
   if (view->data == NULL) {
-    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %d '%s' has no data (NULL)", f->name, index, sig->name);
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %" PRId32 " '%s' has no data (NULL)", f->name, index, sig->name);
   }
   return IRP_OK;
 }
@@ -229,13 +230,13 @@ irp_status_t irp_call(irp_module_t* module, int32_t function, const irp_buffer_v
   irp_diag_clear(diag);
   const irp_vm_function_t* f = irp_function_at(module, function);
   if (f == NULL) {
-    return IRP_FAIL(diag, IRP_NOT_FOUND, "module '%s' has no function %d", module->vm.name, function);
+    return IRP_FAIL(diag, IRP_NOT_FOUND, "module '%s' has no function %" PRId32, module->vm.name, function);
   }
   if (input_count != f->input_count) {
-    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: expected %d inputs, got %d", f->name, f->input_count, input_count);
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: expected %" PRId32 " inputs, got %" PRId32, f->name, f->input_count, input_count);
   }
   if (output_count != f->output_count) {
-    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: expected %d outputs, got %d", f->name, f->output_count,
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: expected %" PRId32 " outputs, got %" PRId32, f->name, f->output_count,
                     output_count);
   }
   if ((input_count > 0 && inputs == NULL) || (output_count > 0 && out_outputs == NULL)) {
@@ -251,7 +252,7 @@ irp_status_t irp_call(irp_module_t* module, int32_t function, const irp_buffer_v
   for (int32_t i = 0; i < output_count; ++i) {
     const irp_vm_tensor_sig_t* sig = &f->outputs[i];
     if (module->output_refs[i].length != sig->byte_length) {
-      return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: output %d '%s' is %zu bytes but the signature says %zu",
+      return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: output %" PRId32 " '%s' is %zu bytes but the signature says %zu",
                       f->name, i, sig->name, module->output_refs[i].length, sig->byte_length);
     }
     irp_sig_to_view(sig, &out_outputs[i]);
@@ -278,7 +279,7 @@ irp_status_t irp_module_entry_point_profile(const irp_module_t* module, int32_t 
     return IRP_INVALID_ARGUMENT;
   }
   if (index < 0 || (uint32_t)index >= module->vm.entry_point_count || module->profile == NULL) {
-    return IRP_FAIL(&module->runtime->diag, IRP_INVALID_ARGUMENT, "entry point %d does not exist (the module has %u)",
+    return IRP_FAIL(&module->runtime->diag, IRP_INVALID_ARGUMENT, "entry point %" PRId32 " does not exist (the module has %" PRIu32 ")",
                     index, module->vm.entry_point_count);
   }
   for (uint32_t e = 0; e < module->vm.executable_count; ++e) {

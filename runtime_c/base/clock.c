@@ -4,7 +4,9 @@
 
 #include "config.h"
 
-#if IRP_HAVE_OS
+#if IRP_BOARD_CLOCK
+/* The firmware defines irp_clock_ns() from its cycle counter (runtime_c/firmware/). */
+#elif IRP_HAVE_OS
 #include <time.h>
 
 uint64_t irp_clock_ns(void) {

@@ -9,6 +9,13 @@
 #define IRP_HAVE_OS 1
 #endif
 
+/* 1: the firmware defines irp_clock_ns() (base/clock.h) from its board's cycle counter; the runtime
+ * does not. 0: the runtime's own clock: CLOCK_MONOTONIC with IRP_HAVE_OS, else none (always 0).
+ * Bare-metal builds default to 1: a board always has some counter (runtime_c/firmware/). */
+#ifndef IRP_BOARD_CLOCK
+#define IRP_BOARD_CLOCK (!IRP_HAVE_OS)
+#endif
+
 /* 1: errors carry formatted messages (vsnprintf). 0: only status codes (smaller builds). */
 #ifndef IRP_STATUS_MESSAGES
 #define IRP_STATUS_MESSAGES 1
@@ -51,6 +58,10 @@
 #define IRP_ARCH_NAME "aarch64"
 #elif defined(__riscv) && __riscv_xlen == 64
 #define IRP_ARCH_NAME "riscv64"
+#elif defined(__riscv) && __riscv_xlen == 32
+#define IRP_ARCH_NAME "riscv32"
+#elif defined(__ARM_ARCH_7EM__)
+#define IRP_ARCH_NAME "thumbv7em"
 #else
 #define IRP_ARCH_NAME "unknown"
 #endif

@@ -1,9 +1,11 @@
 #include "cpu_executable.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 #include "../base/allocator.h"
 #include "elf_loader.h"
+#include "flat_executable.h"
 
 /* Reads a pointer stored at `address` after checking it lies in the image. */
 static bool irp_read_pointer(const irp_elf_image_t* image, uintptr_t address, uintptr_t* out_value) {
@@ -32,11 +34,11 @@ static irp_status_t irp_check_library(const irp_elf_image_t* image, const irp_vm
   }
   memcpy(&library, library_ptr, sizeof(library));
   if (library.abi_version != IRP_KERNEL_ABI_VERSION) {
-    return IRP_FAIL(diag, IRP_UNSUPPORTED, "kernel library for %s has ABI version %u, this runtime speaks %u",
+    return IRP_FAIL(diag, IRP_UNSUPPORTED, "kernel library for %s has ABI version %" PRIu32 ", this runtime speaks %u",
                     executable->arch, library.abi_version, IRP_KERNEL_ABI_VERSION);
   }
   if (library.entry_count != executable->entry_point_count) {
-    return IRP_FAIL(diag, IRP_INVALID_MODULE, "kernel library for %s has %u entry points but the module declares %u",
+    return IRP_FAIL(diag, IRP_INVALID_MODULE, "kernel library for %s has %" PRIu32 " entry points but the module declares %" PRIu32,
                     executable->arch, library.entry_count, executable->entry_point_count);
   }
   for (uint32_t i = 0; i < library.entry_count; ++i) {
@@ -45,7 +47,7 @@ static irp_status_t irp_check_library(const irp_elf_image_t* image, const irp_vm
     if (!irp_read_pointer(image, (uintptr_t)library.entry_names + i * sizeof(void*), &name) ||
         !irp_image_string_equals(image, name, expected)) {
       return IRP_FAIL(diag, IRP_INVALID_MODULE,
-                      "kernel library for %s: entry %u is not named '%s' as the module says",
+                      "kernel library for %s: entry %" PRIu32 " is not named '%s' as the module says",
                       executable->arch, i, expected);
     }
     if (!irp_read_pointer(image, (uintptr_t)library.entries + i * sizeof(void*), &function) ||
@@ -61,14 +63,17 @@ static irp_status_t irp_check_library(const irp_elf_image_t* image, const irp_vm
 
 static irp_status_t irp_load_executable(const irp_allocator_t* allocator, irp_vm_executable_t* executable,
                                         irp_diag_t* diag) {
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, executable->entry_point_count, sizeof(irp_kernel_fn_t),
+                                          8, diag, (void**)&executable->kernels));
+  if (executable->format == IRP_EXECUTABLE_FORMAT_FLAT) {
+    return irp_flat_executable_load(allocator, executable, diag);
+  }
   irp_elf_image_t* image = NULL;
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, 1, sizeof(irp_elf_image_t), 8, diag, (void**)&image));
   executable->image = image;
-  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, executable->entry_point_count, sizeof(irp_kernel_fn_t),
-                                          8, diag, (void**)&executable->kernels));
   IRP_RETURN_IF_ERROR(irp_elf_load(allocator, executable->code, executable->code_length, executable->arch,
                                    diag, image));
-  irp_kernel_library_query_fn_t query = (irp_kernel_library_query_fn_t)((uintptr_t)image->base + image->entry);
+  irp_kernel_library_query_fn_t query = (irp_kernel_library_query_fn_t)((uintptr_t)image->base + (uintptr_t)image->entry);
   const irp_kernel_library_t* library = query(IRP_KERNEL_ABI_VERSION);
   return irp_check_library(image, executable, library, diag);
 }
@@ -84,7 +89,9 @@ irp_status_t irp_cpu_executables_load(const irp_allocator_t* allocator, irp_vm_m
 void irp_cpu_executables_unload(const irp_allocator_t* allocator, irp_vm_module_t* module) {
   for (uint32_t i = 0; module->executables != NULL && i < module->executable_count; ++i) {
     irp_vm_executable_t* executable = &module->executables[i];
-    if (executable->image != NULL) {
+    if (executable->format == IRP_EXECUTABLE_FORMAT_FLAT) {
+      irp_flat_executable_unload(allocator, executable);
+    } else if (executable->image != NULL) {
       irp_elf_unload(allocator, (irp_elf_image_t*)executable->image);
       irp_free(allocator, executable->image);
     }

@@ -1,5 +1,6 @@
-/* Glue between the module's executables (vm/module.h) and the ELF loader: loads each kernel
- * library, asks it for its entry points and checks them against the module's entry points. */
+/* Glue between the module's executables (vm/module.h) and the loaders: an elf kernel library is
+ * loaded by the ELF loader, asked for its entry points and checked against the module's entry
+ * points; a flat one is used in place or copied to executable memory (flat_executable.h). */
 #ifndef IRP_HAL_CPU_EXECUTABLE_H_
 #define IRP_HAL_CPU_EXECUTABLE_H_
 

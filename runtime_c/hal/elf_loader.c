@@ -13,7 +13,7 @@
 
 enum {
   ELF_HEADER_SIZE = 64, ELF_PHDR_SIZE = 56, ELF_DYN_SIZE = 16, ELF_RELA_SIZE = 24, ELF_SYM_SIZE = 24,
-  ET_DYN = 3, EM_X86_64 = 62, EM_AARCH64 = 183,
+  ET_DYN = 3, EM_X86_64 = 62, EM_AARCH64 = 183, EM_RISCV = 243,
   PT_LOAD = 1, PT_DYNAMIC = 2, PF_X = 1, PF_W = 2, PF_R = 4,
   DT_NULL = 0, DT_NEEDED = 1, DT_PLTRELSZ = 2, DT_STRTAB = 5, DT_SYMTAB = 6, DT_RELA = 7,
   DT_RELASZ = 8, DT_RELAENT = 9, DT_STRSZ = 10, DT_SYMENT = 11, DT_REL = 17, DT_PLTREL = 20,
@@ -22,6 +22,7 @@ enum {
   R_X86_64_RELATIVE = 8,
   R_AARCH64_NONE = 0, R_AARCH64_ABS64 = 257, R_AARCH64_GLOB_DAT = 1025, R_AARCH64_JUMP_SLOT = 1026,
   R_AARCH64_RELATIVE = 1027,
+  R_RISCV_NONE = 0, R_RISCV_64 = 2, R_RISCV_RELATIVE = 3, R_RISCV_JUMP_SLOT = 5,
 };
 
 #define IRP_MAX_SYMBOLS 65536u
@@ -75,6 +76,14 @@ static bool irp_elf_range(const irp_elf_image_t* image, uint64_t start, uint64_t
   return start <= image->size && bytes <= image->size - start;
 }
 
+/* The ELF e_machine of a module architecture tag; 0 for one this loader does not know. */
+static uint16_t irp_elf_machine_for(const char* arch) {
+  if (strcmp(arch, "x86_64") == 0) return EM_X86_64;
+  if (strcmp(arch, "aarch64") == 0) return EM_AARCH64;
+  if (strcmp(arch, "riscv64") == 0) return EM_RISCV;
+  return 0;
+}
+
 static irp_status_t irp_elf_check_header(irp_elf_ctx_t* ctx, const char* arch) {
   static const uint8_t magic[4] = {0x7f, 'E', 'L', 'F'};
   const uint8_t* h = ctx->blob;
@@ -89,7 +98,7 @@ static irp_status_t irp_elf_check_header(irp_elf_ctx_t* ctx, const char* arch) {
   }
   uint16_t type = irp_load_u16(h + 16);
   uint16_t machine = irp_load_u16(h + 18);
-  uint16_t expected = strcmp(arch, "x86_64") == 0 ? EM_X86_64 : strcmp(arch, "aarch64") == 0 ? EM_AARCH64 : 0;
+  uint16_t expected = irp_elf_machine_for(arch);
   if (type != ET_DYN) {
     return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE, "kernel library for %s has ELF type %u, not a shared object (3)",
                     arch, type);
@@ -289,14 +298,38 @@ static const char* irp_elf_symbol_name(const irp_elf_ctx_t* ctx, const irp_elf_d
 }
 
 static bool irp_elf_is_relative(uint16_t machine, uint32_t type) {
-  return machine == EM_X86_64 ? type == R_X86_64_RELATIVE : type == R_AARCH64_RELATIVE;
+  switch (machine) {
+    case EM_X86_64: return type == R_X86_64_RELATIVE;
+    case EM_AARCH64: return type == R_AARCH64_RELATIVE;
+    case EM_RISCV: return type == R_RISCV_RELATIVE;
+    default: return false;
+  }
 }
 
-static bool irp_elf_is_symbolic(uint16_t machine, uint32_t type) {
-  if (machine == EM_X86_64) {
-    return type == R_X86_64_64 || type == R_X86_64_GLOB_DAT || type == R_X86_64_JUMP_SLOT;
+static const char* irp_elf_machine_name(uint16_t machine) {
+  return machine == EM_X86_64 ? "x86_64" : machine == EM_AARCH64 ? "aarch64" : machine == EM_RISCV ? "riscv64" : "?";
+}
+
+/* The relocation types irp_elf_relocate_one handles, for error messages. */
+static const char* irp_elf_supported_relocations(uint16_t machine) {
+  switch (machine) {
+    case EM_X86_64: return "R_X86_64_NONE, R_X86_64_RELATIVE, R_X86_64_64, R_X86_64_GLOB_DAT, R_X86_64_JUMP_SLOT";
+    case EM_AARCH64:
+      return "R_AARCH64_NONE, R_AARCH64_RELATIVE, R_AARCH64_ABS64, R_AARCH64_GLOB_DAT, R_AARCH64_JUMP_SLOT";
+    case EM_RISCV: return "R_RISCV_NONE, R_RISCV_RELATIVE, R_RISCV_64, R_RISCV_JUMP_SLOT";
+    default: return "none";
   }
-  return type == R_AARCH64_ABS64 || type == R_AARCH64_GLOB_DAT || type == R_AARCH64_JUMP_SLOT;
+}
+
+/* Symbol + addend, 64 bits wide. RISC-V has no GLOB_DAT: its GOT entries use R_RISCV_64. */
+static bool irp_elf_is_symbolic(uint16_t machine, uint32_t type) {
+  switch (machine) {
+    case EM_X86_64: return type == R_X86_64_64 || type == R_X86_64_GLOB_DAT || type == R_X86_64_JUMP_SLOT;
+    case EM_AARCH64:
+      return type == R_AARCH64_ABS64 || type == R_AARCH64_GLOB_DAT || type == R_AARCH64_JUMP_SLOT;
+    case EM_RISCV: return type == R_RISCV_64 || type == R_RISCV_JUMP_SLOT;
+    default: return false;
+  }
 }
 
 static irp_status_t irp_elf_relocate_one(irp_elf_ctx_t* ctx, const irp_elf_dynamic_t* dynamic,
@@ -305,7 +338,7 @@ static irp_status_t irp_elf_relocate_one(irp_elf_ctx_t* ctx, const irp_elf_dynam
   uint64_t addend = irp_load_u64(rela + 16);
   uint32_t type = (uint32_t)info;
   uint64_t symbol_index = info >> 32;
-  if (type == 0) return IRP_OK; /* R_*_NONE */
+  if (type == 0) return IRP_OK; /* R_X86_64_NONE, R_AARCH64_NONE, R_RISCV_NONE */
   if (!irp_elf_in_segment(ctx->image, offset, 8, PF_X)) {
     return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
                     "kernel library: relocation at %llu is outside the image's writable segments",
@@ -324,8 +357,10 @@ static irp_status_t irp_elf_relocate_one(irp_elf_ctx_t* ctx, const irp_elf_dynam
     }
     value = irp_load_u64(symbol + 8) + addend;
   } else {
-    return IRP_FAIL(ctx->diag, IRP_UNSUPPORTED, "kernel library has relocation type %u, which this loader does not handle",
-                    type);
+    return IRP_FAIL(ctx->diag, IRP_UNSUPPORTED,
+                    "kernel library has relocation type %u at %llu, which this loader does not handle (for %s: %s)",
+                    (unsigned)type, (unsigned long long)offset, irp_elf_machine_name(ctx->machine),
+                    irp_elf_supported_relocations(ctx->machine));
   }
   if (value > ctx->image->size) {
     return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE, "kernel library: relocation at %llu points outside the image",
@@ -409,7 +444,11 @@ static irp_status_t irp_elf_protect(irp_elf_ctx_t* ctx) {
     }
   }
 #endif
-#if defined(__aarch64__)
+  /* aarch64 and RISC-V do not keep instruction fetch coherent with stores: make the code we wrote
+   * visible. On RISC-V Linux GCC's builtin calls __riscv_flush_icache, the riscv_flush_icache system
+   * call, which reaches every hart the process runs on (fence.i would reach only this one). Bare-metal
+   * RISC-V runs flat images in place and loads no ELF code (libgcc's __clear_cache is a no-op there). */
+#if defined(__aarch64__) || (defined(__riscv) && IRP_HAVE_OS)
   for (uint32_t i = 0; i < image->segment_count; ++i) {
     if (!(image->segments[i].flags & PF_X)) continue;
     __builtin___clear_cache((char*)image->base + image->segments[i].start,

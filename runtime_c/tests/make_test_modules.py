@@ -25,8 +25,9 @@ from iree_py.vm.encoder import BytecodeBuilder, Label  # noqa: E402
 N = 100  # elements of the add test
 F32 = DType.f32
 INVALID_MODULE, UNSUPPORTED = 2, 5
-OTHER_ARCH = {"x86_64": "aarch64", "aarch64": "x86_64"}
-ELF_MACHINE = {"x86_64": 62, "aarch64": 183}
+OTHER_ARCH = {"x86_64": "aarch64", "aarch64": "x86_64", "riscv64": "aarch64"}
+ELF_MACHINE = {"x86_64": 62, "aarch64": 183, "riscv64": 243}
+UNKNOWN_RELOCATION = 0x7ffe  # a relocation type no architecture defines
 
 
 def entry_points() -> list[EntryPoint]:
@@ -144,6 +145,44 @@ def patched(data: bytes, offset: int, value: bytes) -> bytes:
     return data[:offset] + value + data[offset + len(value):]
 
 
+def with_relocation_type(kernels: bytes, relocation_type: int) -> bytes:
+    """`kernels` with the type of its first dynamic (SHT_RELA) relocation replaced."""
+    shoff, = struct.unpack_from("<Q", kernels, 40)
+    shentsize, shnum = struct.unpack_from("<HH", kernels, 58)
+    for i in range(shnum):
+        header = shoff + i * shentsize
+        sh_type, = struct.unpack_from("<I", kernels, header + 4)
+        sh_offset, sh_size = struct.unpack_from("<QQ", kernels, header + 24)
+        if sh_type == 4 and sh_size > 0:  # SHT_RELA
+            return patched(kernels, sh_offset + 8, struct.pack("<I", relocation_type))
+    raise ValueError("the test kernel library has no RELA relocations to patch")
+
+
+RELATIVE_TYPE = {"x86_64": 8, "aarch64": 1027, "riscv64": 3}  # R_*_RELATIVE
+ABS64_TYPE = {"x86_64": 1, "aarch64": 257, "riscv64": 2}       # R_X86_64_64, R_AARCH64_ABS64, R_RISCV_64
+
+
+def with_symbolic_relocations(kernels: bytes, arch: str) -> bytes:
+    """`kernels` with every RELATIVE relocation rewritten as the 64-bit symbolic one against the
+    exported query function, addend adjusted: the loaded image is the same, reached the other way."""
+    shoff, = struct.unpack_from("<Q", kernels, 40)
+    shentsize, shnum = struct.unpack_from("<HH", kernels, 58)
+    sections = [struct.unpack_from("<IIQQQQII", kernels, shoff + i * shentsize) for i in range(shnum)]
+    dynsym = next(s for s in sections if s[1] == 11)  # SHT_DYNSYM
+    strtab_offset = sections[dynsym[6]][4]             # its sh_link: the string table
+    index, value = next((i, struct.unpack_from("<Q", kernels, dynsym[4] + 24 * i + 8)[0])
+                        for i in range(dynsym[5] // 24)
+                        if kernels[strtab_offset + struct.unpack_from("<I", kernels, dynsym[4] + 24 * i)[0]:]
+                        .startswith(b"irp_kernel_library_query\0"))
+    out = bytearray(kernels)
+    rela = next(s for s in sections if s[1] == 4)  # SHT_RELA
+    for at in range(rela[4], rela[4] + rela[5], 24):
+        info, addend = struct.unpack_from("<Qq", out, at + 8)
+        if info & 0xFFFFFFFF == RELATIVE_TYPE[arch]:
+            struct.pack_into("<Qq", out, at + 8, (index << 32) | ABS64_TYPE[arch], addend - value)
+    return bytes(out)
+
+
 def bad_modules(arch: str, kernels: bytes, undefined_kernels: bytes | None) -> list[tuple[str, object, int, str]]:
     base = small_module(arch, kernels)
     x = TensorSig("x", F32, (4,))
@@ -194,13 +233,15 @@ def bad_modules(arch: str, kernels: bytes, undefined_kernels: bytes | None) -> l
          INVALID_MODULE, "input 0 'd' has negative dim -1 at axis 1"),
         ("min_lengths", with_entry_points(base, [EntryPoint("add_f32", 3, 1, [16]), *eps[1:]]),
          INVALID_MODULE, "entry point 'add_f32' has 1 binding_min_lengths for 3 bindings"),
-        ("no_arch", replace(base, executables=[replace(base.executables[0], arch="riscv64")]),
-         UNSUPPORTED, f"module 'test' has executables for [riscv64] but this runtime runs {arch}"),
+        ("no_arch", replace(base, executables=[replace(base.executables[0], arch=OTHER_ARCH[arch])]),
+         UNSUPPORTED, f"module 'test' has executables for [{OTHER_ARCH[arch]}] but this runtime runs {arch}"),
         ("elf_not_elf", with_code(base, b"not an elf at all, just bytes" * 4), INVALID_MODULE,
          f"kernel library for {arch} is not an ELF file"),
         ("elf_truncated", with_code(base, kernels[:200]), INVALID_MODULE, "run past the"),
         ("elf_machine", with_code(base, patched(kernels, 18, struct.pack("<H", ELF_MACHINE[OTHER_ARCH[arch]]))),
          INVALID_MODULE, f"has ELF machine {ELF_MACHINE[OTHER_ARCH[arch]]}, expected {ELF_MACHINE[arch]}"),
+        ("elf_relocation_type", with_code(base, with_relocation_type(kernels, UNKNOWN_RELOCATION)), UNSUPPORTED,
+         f"has relocation type {UNKNOWN_RELOCATION} at"),
         ("elf_type", with_code(base, patched(kernels, 16, struct.pack("<H", 2))), INVALID_MODULE,
          "has ELF type 2, not a shared object"),
         ("elf_entry", with_code(base, patched(kernels, 24, struct.pack("<Q", struct.unpack_from("<Q", kernels, 24)[0] + 1))),
@@ -216,10 +257,47 @@ def bad_modules(arch: str, kernels: bytes, undefined_kernels: bytes | None) -> l
     return cases
 
 
+# Instruction alignment of flat entry points, as runtime_c/vm/module.c checks it (x86_64: none).
+FLAT_ENTRY_ALIGNMENT = {"aarch64": 4, "riscv64": 2, "riscv32": 2}
+
+
+def write_flat_modules(out: Path, arch: str, kernels_object: bytes) -> list[str]:
+    """flat_good.vmfb (good_module with the kernels as a flat image) and the flat modules the
+    runtime must refuse; returns their bad_modules.txt lines."""
+    from iree_py.codegen.llvm.flat_image import link_flat_image
+    names = [e.name for e in entry_points()]
+    image = link_flat_image(kernels_object, names, None, "the flat test kernels")
+    eps = [replace(e, code_offset=o) for e, o in zip(entry_points(), image.entry_offsets)]
+    good = good_module(arch, image.code)
+    good = replace(good, executables=[Executable(arch, eps, image.code, "flat")])
+    (out / "flat_good.vmfb").write_bytes(write_module(good))
+    base = small_module(arch, image.code)
+    base = replace(base, executables=[Executable(arch, eps, image.code, "flat")])
+    size = len(image.code)
+    cases = [
+        ("flat_offset_at_end", with_entry_points(base, [eps[0], replace(eps[1], code_offset=size), eps[2]]),
+         INVALID_MODULE, f"entry point 'scale_f32' at offset {size:#x} is outside its {size} bytes of code"),
+        ("flat_offset_huge", with_entry_points(base, [eps[0], eps[1], replace(eps[2], code_offset=0xFFFFFFF0)]),
+         INVALID_MODULE, "entry point 'fail_if_negative' at offset 0xfffffff0 is outside"),
+        ("flat_no_code", with_code(base, b""), INVALID_MODULE, "is outside its 0 bytes of code"),
+    ]
+    alignment = FLAT_ENTRY_ALIGNMENT.get(arch, 1)
+    if alignment > 1:
+        odd = eps[0].code_offset + 1
+        cases.append(("flat_misaligned", with_entry_points(base, [replace(eps[0], code_offset=odd), *eps[1:]]),
+                      INVALID_MODULE, f"entry point 'add_f32' at offset {odd:#x} is not {alignment}-byte aligned"))
+    lines = []
+    for name, module, status, message in cases:
+        (out / f"bad_{name}.vmfb").write_bytes(write_module(module))
+        lines.append(f"bad_{name}.vmfb\t{status}\t{message}")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kernels", required=True, help="the test kernel library (.so)")
     parser.add_argument("--undefined-kernels", help="a kernel library that imports a symbol")
+    parser.add_argument("--flat-kernels", help="the test kernels as an object file, for the flat modules")
     parser.add_argument("--arch", required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
@@ -228,6 +306,8 @@ def main() -> None:
     kernels = Path(args.kernels).read_bytes()
     undefined = Path(args.undefined_kernels).read_bytes() if args.undefined_kernels else None
     (out / "good.vmfb").write_bytes(write_module(good_module(args.arch, kernels)))
+    symbolic = with_symbolic_relocations(kernels, args.arch)
+    (out / "symbolic_good.vmfb").write_bytes(write_module(good_module(args.arch, symbolic)))
     small = write_module(small_module(args.arch, kernels))
     (out / "small.vmfb").write_bytes(small)
     # Where the kernel code lies in small.vmfb: the corruption test treats its bytes specially.
@@ -241,6 +321,8 @@ def main() -> None:
     for name, module, status, message in bad_modules(args.arch, kernels, undefined):
         (out / f"bad_{name}.vmfb").write_bytes(write_module(module))
         lines.append(f"bad_{name}.vmfb\t{status}\t{message}")
+    if args.flat_kernels:
+        lines += write_flat_modules(out, args.arch, Path(args.flat_kernels).read_bytes())
     (out / "bad_modules.txt").write_text("\n".join(lines) + "\n")
 
 

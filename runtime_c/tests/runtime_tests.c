@@ -92,12 +92,14 @@ static int32_t find(irp_module_t* module, const char* name) {
   return function;
 }
 
-static void test_add_and_scale(void) {
+/* `file`: good.vmfb (elf kernels), symbolic_good.vmfb (the same, relocated through the symbol
+ * table) or flat_good.vmfb (the same kernels as a flat image). */
+static void test_add_and_scale(const char* file) {
   irp_runtime_t* runtime = make_runtime();
-  bytes_t bytes = read_module("good.vmfb");
+  bytes_t bytes = read_module(file);
   irp_module_t* module = NULL;
   irp_status_t status = irp_module_load(runtime, bytes.data, bytes.length, &module);
-  CHECK(status == IRP_OK, "load good.vmfb: %s", irp_runtime_error_message(runtime));
+  CHECK(status == IRP_OK, "load %s: %s", file, irp_runtime_error_message(runtime));
   if (status != IRP_OK) return;
   CHECK(irp_module_arena_size(module) == 448, "arena %zu", irp_module_arena_size(module));
   int32_t main_fn = find(module, "main");
@@ -325,7 +327,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   g_dir = argv[1];
-  test_add_and_scale();
+  test_add_and_scale("good.vmfb");
+  test_add_and_scale("symbolic_good.vmfb"); /* relocated through the symbol table (R_*_64) */
+  test_add_and_scale("flat_good.vmfb");
   test_call_errors();
   test_bad_modules();
   test_out_of_memory();

@@ -1,5 +1,6 @@
 #include "flatbuf.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 uint16_t irp_load_u16(const uint8_t* p) { return (uint16_t)(p[0] | (p[1] << 8)); }
@@ -27,7 +28,7 @@ static irp_status_t irp_fb_follow(const irp_fb_t* fb, size_t pos, const char* wh
   uint32_t offset = irp_load_u32(fb->data + pos);
   if (offset == 0 || offset > fb->size - pos) {
     return IRP_FAIL(fb->diag, IRP_INVALID_MODULE,
-                    "flatbuffer: %s offset %u at %zu points outside the %zu-byte buffer", what, offset,
+                    "flatbuffer: %s offset %" PRIu32 " at %zu points outside the %zu-byte buffer", what, offset,
                     pos, fb->size);
   }
   *out_target = pos + offset;
@@ -157,7 +158,7 @@ static irp_status_t irp_fb_check_vector(const irp_fb_t* fb, size_t pos, size_t e
   uint32_t count = irp_load_u32(fb->data + pos);
   if ((size_t)count > (fb->size - pos - 4) / element_size) {
     return IRP_FAIL(fb->diag, IRP_INVALID_MODULE,
-                    "flatbuffer: vector at %zu of %u x %zu bytes runs past the end of the %zu-byte buffer",
+                    "flatbuffer: vector at %zu of %" PRIu32 " x %zu bytes runs past the end of the %zu-byte buffer",
                     pos, count, element_size, fb->size);
   }
   out_vector->pos = pos + 4;

@@ -2,6 +2,7 @@
 
 #include "../base/clock.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 #include "flatbuf.h"
@@ -81,7 +82,7 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
         int32_t result = kernel(&dispatch_state, &workgroup);
         if (result != 0) {
           return IRP_FAIL(diag, IRP_RUNTIME_FAILURE,
-                          "%s: kernel '%s' failed with code %d at workgroup (%u, %u, %u)",
+                          "%s: kernel '%s' failed with code %" PRId32 " at workgroup (%" PRIu32 ", %" PRIu32 ", %" PRIu32 ")",
                           function->name, entry->name, result, x, y, z);
         }
       }

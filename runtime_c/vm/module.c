@@ -1,5 +1,6 @@
 #include "module.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 #include "../base/allocator.h"
@@ -15,11 +16,9 @@ enum { FUNCTION_NAME, FUNCTION_EXPORTED, FUNCTION_INPUTS, FUNCTION_OUTPUTS, FUNC
        FUNCTION_REF_COUNT, FUNCTION_BYTECODE };
 enum { SIG_NAME, SIG_DTYPE, SIG_SHAPE };
 enum { CONSTANT_NAME, CONSTANT_DATA };
-enum { ENTRY_NAME, ENTRY_BINDING_COUNT, ENTRY_PUSH_CONSTANT_COUNT, ENTRY_MIN_LENGTHS };
+enum { ENTRY_NAME, ENTRY_BINDING_COUNT, ENTRY_PUSH_CONSTANT_COUNT, ENTRY_MIN_LENGTHS, ENTRY_CODE_OFFSET };
 enum { EXECUTABLE_ARCH, EXECUTABLE_FORMAT, EXECUTABLE_ENTRY_POINTS, EXECUTABLE_CODE, EXECUTABLE_CODE_CRC32 };
 enum { PLAN_ARENA_SIZE };
-
-#define IRP_EXECUTABLE_FORMAT_ELF 0
 
 size_t irp_dtype_size(uint32_t dtype) {
   switch (dtype) {
@@ -47,11 +46,11 @@ static irp_status_t irp_load_tensor_sig(const irp_fb_t* fb, const irp_fb_table_t
   IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, SIG_SHAPE, 8, &shape));
   size_t element_size = irp_dtype_size(dtype);
   if (element_size == 0) {
-    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %s %d '%s' has unknown dtype %u", function,
+    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %s %" PRId32 " '%s' has unknown dtype %u", function,
                     kind, index, out_sig->name, dtype);
   }
   if (shape.count > IRP_MAX_RANK) {
-    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %s %d '%s' has rank %u, more than the maximum %d",
+    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %s %" PRId32 " '%s' has rank %" PRIu32 ", more than the maximum %d",
                     function, kind, index, out_sig->name, shape.count, IRP_MAX_RANK);
   }
   out_sig->dtype = (irp_dtype_t)dtype;
@@ -60,11 +59,11 @@ static irp_status_t irp_load_tensor_sig(const irp_fb_t* fb, const irp_fb_table_t
   for (uint32_t i = 0; i < shape.count; ++i) {
     int64_t dim = (int64_t)irp_load_u64(fb->data + shape.pos + 8 * (size_t)i);
     if (dim < 0) {
-      return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %s %d '%s' has negative dim %lld at axis %u",
+      return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %s %" PRId32 " '%s' has negative dim %lld at axis %" PRIu32,
                       function, kind, index, out_sig->name, (long long)dim, i);
     }
     if (dim != 0 && bytes > SIZE_MAX / (uint64_t)dim) {
-      return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %s %d '%s' byte size overflows", function, kind,
+      return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %s %" PRId32 " '%s' byte size overflows", function, kind,
                       index, out_sig->name);
     }
     bytes *= (size_t)dim;
@@ -81,7 +80,7 @@ static irp_status_t irp_load_sig_list(const irp_allocator_t* allocator, const ir
   irp_fb_vector_t vector;
   IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, field, 4, &vector));
   if (vector.count > 255) {
-    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %u %ss, more than the 255 the VM can pass",
+    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %" PRIu32 " %ss, more than the 255 the VM can pass",
                     function, vector.count, kind);
   }
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, vector.count, sizeof(irp_vm_tensor_sig_t), 8,
@@ -114,7 +113,7 @@ static irp_status_t irp_load_function(const irp_allocator_t* allocator, const ir
   out_function->bytecode_length = bytecode.count;
   if (out_function->input_count > out_function->ref_register_count) {
     return IRP_FAIL(fb->diag, IRP_INVALID_MODULE,
-                    "%s: %d inputs do not fit its %u ref registers", out_function->name,
+                    "%s: %" PRId32 " inputs do not fit its %u ref registers", out_function->name,
                     out_function->input_count, out_function->ref_register_count);
   }
   return IRP_OK;
@@ -125,7 +124,7 @@ static irp_status_t irp_load_functions(const irp_allocator_t* allocator, const i
   irp_fb_vector_t vector;
   IRP_RETURN_IF_ERROR(irp_fb_vector(fb, root, MODULE_FUNCTIONS, 4, &vector));
   if (vector.count > INT32_MAX / 2) {
-    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "module has too many functions (%u)", vector.count);
+    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "module has too many functions (%" PRIu32 ")", vector.count);
   }
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, vector.count, sizeof(irp_vm_function_t), 8,
                                           fb->diag, (void**)&module->functions));
@@ -171,6 +170,7 @@ static irp_status_t irp_load_entry_point(const irp_allocator_t* allocator, const
   IRP_RETURN_IF_ERROR(irp_fb_u16(fb, table, ENTRY_BINDING_COUNT, 0, &out_entry->binding_count));
   IRP_RETURN_IF_ERROR(irp_fb_u16(fb, table, ENTRY_PUSH_CONSTANT_COUNT, 0, &out_entry->push_constant_count));
   IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, ENTRY_MIN_LENGTHS, 8, &lengths));
+  IRP_RETURN_IF_ERROR(irp_fb_u32(fb, table, ENTRY_CODE_OFFSET, 0, &out_entry->code_offset));
   if (out_entry->binding_count > IRP_MAX_BINDINGS ||
       out_entry->push_constant_count > IRP_MAX_PUSH_CONSTANTS) {
     return IRP_FAIL(fb->diag, IRP_UNSUPPORTED,
@@ -180,7 +180,7 @@ static irp_status_t irp_load_entry_point(const irp_allocator_t* allocator, const
   }
   if (lengths.count != out_entry->binding_count) {
     return IRP_FAIL(fb->diag, IRP_INVALID_MODULE,
-                    "entry point '%s' has %u binding_min_lengths for %u bindings", out_entry->name,
+                    "entry point '%s' has %" PRIu32 " binding_min_lengths for %u bindings", out_entry->name,
                     lengths.count, out_entry->binding_count);
   }
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, lengths.count, sizeof(uint64_t), 8, fb->diag,
@@ -191,15 +191,56 @@ static irp_status_t irp_load_entry_point(const irp_allocator_t* allocator, const
   return IRP_OK;
 }
 
+/* Instruction alignment of flat entry points per architecture, and whether they are Thumb code
+ * (bit 0 set, the rest aligned). Architectures not listed need no alignment. */
+typedef struct irp_flat_arch_t {
+  const char* arch;
+  uint32_t alignment;
+  bool thumb;
+} irp_flat_arch_t;
+
+static const irp_flat_arch_t irp_flat_archs[] = {
+    {"thumbv7em", 2, true}, {"riscv32", 2, false}, {"riscv64", 2, false}, {"aarch64", 4, false},
+};
+
+/* A flat entry point must start inside the code, on an instruction boundary of its architecture:
+ * the runtime calls code + code_offset and must never jump outside the image. */
+static irp_status_t irp_check_flat_entry(const irp_fb_t* fb, const irp_vm_executable_t* executable,
+                                         const irp_vm_entry_point_t* entry) {
+  irp_flat_arch_t rule = {executable->arch, 1, false};
+  for (size_t i = 0; i < sizeof(irp_flat_archs) / sizeof(irp_flat_archs[0]); ++i) {
+    if (strcmp(irp_flat_archs[i].arch, executable->arch) == 0) rule = irp_flat_archs[i];
+  }
+  if (rule.thumb && (entry->code_offset & 1u) == 0) {
+    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE,
+                    "flat executable for %s: entry point '%s' at offset 0x%x is not Thumb code (bit 0 clear)",
+                    executable->arch, entry->name, (unsigned)entry->code_offset);
+  }
+  uint32_t start = rule.thumb ? entry->code_offset & ~1u : entry->code_offset;
+  if ((size_t)start >= executable->code_length) {
+    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE,
+                    "flat executable for %s: entry point '%s' at offset 0x%x is outside its %zu bytes of code",
+                    executable->arch, entry->name, (unsigned)entry->code_offset, executable->code_length);
+  }
+  if (start % rule.alignment != 0) {
+    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE,
+                    "flat executable for %s: entry point '%s' at offset 0x%x is not %u-byte aligned",
+                    executable->arch, entry->name, (unsigned)entry->code_offset, (unsigned)rule.alignment);
+  }
+  return IRP_OK;
+}
+
 static irp_status_t irp_load_executable(const irp_allocator_t* allocator, const irp_fb_t* fb,
                                         const irp_fb_table_t* table, irp_vm_executable_t* out_executable) {
   uint8_t format;
   irp_fb_vector_t entries, code;
   IRP_RETURN_IF_ERROR(irp_fb_u8(fb, table, EXECUTABLE_FORMAT, 0, &format));
-  if (format != IRP_EXECUTABLE_FORMAT_ELF) {
-    return IRP_FAIL(fb->diag, IRP_UNSUPPORTED, "executable for %s has format %u; this runtime loads only elf (0)",
+  if (format != IRP_EXECUTABLE_FORMAT_ELF && format != IRP_EXECUTABLE_FORMAT_FLAT) {
+    return IRP_FAIL(fb->diag, IRP_UNSUPPORTED,
+                    "executable for %s has format %u; this runtime loads elf (0) and flat (1)",
                     out_executable->arch, format);
   }
+  out_executable->format = (irp_executable_format_t)format;
   IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, EXECUTABLE_ENTRY_POINTS, 4, &entries));
   IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, EXECUTABLE_CODE, 1, &code));
   out_executable->code = fb->data + code.pos;
@@ -219,6 +260,9 @@ static irp_status_t irp_load_executable(const irp_allocator_t* allocator, const 
     irp_fb_table_t entry;
     IRP_RETURN_IF_ERROR(irp_fb_vector_table(fb, &entries, i, &entry));
     IRP_RETURN_IF_ERROR(irp_load_entry_point(allocator, fb, &entry, &out_executable->entry_points[i]));
+    if (out_executable->format == IRP_EXECUTABLE_FORMAT_FLAT) {
+      IRP_RETURN_IF_ERROR(irp_check_flat_entry(fb, out_executable, &out_executable->entry_points[i]));
+    }
   }
   return IRP_OK;
 }
@@ -274,7 +318,7 @@ static irp_status_t irp_load_module_tables(const irp_allocator_t* allocator, con
   IRP_RETURN_IF_ERROR(irp_fb_u32(fb, &root, MODULE_FORMAT_VERSION, 0, &version));
   if (version != IRP_VM_FORMAT_VERSION) {
     return IRP_FAIL(fb->diag, IRP_INVALID_MODULE,
-                    "module format version is %u but this runtime reads version %u", version,
+                    "module format version is %" PRIu32 " but this runtime reads version %u", version,
                     IRP_VM_FORMAT_VERSION);
   }
   IRP_RETURN_IF_ERROR(irp_fb_string(fb, &root, MODULE_NAME, &module->name, &name_length));

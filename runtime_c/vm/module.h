@@ -45,12 +45,20 @@ typedef struct irp_vm_entry_point_t {
   uint16_t binding_count;
   uint16_t push_constant_count;
   uint64_t* binding_min_lengths; /* binding_count values */
+  uint32_t code_offset;          /* flat executables: where the function starts in `code` (Thumb: | 1) */
 } irp_vm_entry_point_t;
+
+/* ExecutableFormat in flatbuffers/module.fbs. */
+typedef enum irp_executable_format_e {
+  IRP_EXECUTABLE_FORMAT_ELF = 0,  /* a shared object, loaded and relocated (hal/elf_loader.h) */
+  IRP_EXECUTABLE_FORMAT_FLAT = 1, /* a memory image used in place (hal/flat_executable.h) */
+} irp_executable_format_t;
 
 /* An executable for this build's architecture. `kernels` is filled when its code is loaded
  * (runtime_c/hal/cpu_executable.c): one function per entry point, same order. */
 typedef struct irp_vm_executable_t {
   const char* arch;
+  irp_executable_format_t format;
   uint32_t first_entry_index; /* of its entry points among all loaded ones (profiling slots) */
   uint32_t entry_point_count;
   irp_vm_entry_point_t* entry_points;

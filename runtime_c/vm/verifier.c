@@ -1,5 +1,6 @@
 #include "verifier.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 #include "../base/allocator.h"
@@ -107,14 +108,14 @@ static irp_status_t irp_check_dispatch(const irp_verify_ctx_t* ctx, const irp_in
   uint64_t executable_index = insn->value[0], entry_index = insn->value[1];
   if (executable_index >= ctx->module->executable_count) {
     return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
-                    "%s: bytecode at %zu: dispatch of executable %llu but the module has %u for %s",
+                    "%s: bytecode at %zu: dispatch of executable %llu but the module has %" PRIu32 " for %s",
                     ctx->function->name, insn->pc, (unsigned long long)executable_index,
                     ctx->module->executable_count, IRP_ARCH_NAME);
   }
   const irp_vm_executable_t* executable = &ctx->module->executables[executable_index];
   if (entry_index >= executable->entry_point_count) {
     return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
-                    "%s: bytecode at %zu: dispatch of entry point %llu but executable %llu has %u",
+                    "%s: bytecode at %zu: dispatch of entry point %llu but executable %llu has %" PRIu32,
                     ctx->function->name, insn->pc, (unsigned long long)entry_index,
                     (unsigned long long)executable_index, executable->entry_point_count);
   }
@@ -140,7 +141,7 @@ static irp_status_t irp_check_semantics(const irp_verify_ctx_t* ctx, const irp_i
     case IRP_OP_RET:
       if (insn->value[0] != (uint64_t)ctx->function->output_count) {
         return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
-                        "%s: bytecode at %zu: ret returns %llu values but the function has %d outputs",
+                        "%s: bytecode at %zu: ret returns %llu values but the function has %" PRId32 " outputs",
                         ctx->function->name, insn->pc, (unsigned long long)insn->value[0],
                         ctx->function->output_count);
       }
@@ -150,7 +151,7 @@ static irp_status_t irp_check_semantics(const irp_verify_ctx_t* ctx, const irp_i
     case IRP_OP_BUFFER_CONSTANT:
       if (insn->value[1] >= ctx->module->constant_count) {
         return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
-                        "%s: bytecode at %zu: buffer_constant %llu but the module has %u constants",
+                        "%s: bytecode at %zu: buffer_constant %llu but the module has %" PRIu32 " constants",
                         ctx->function->name, insn->pc, (unsigned long long)insn->value[1],
                         ctx->module->constant_count);
       }

@@ -15,7 +15,7 @@ from iree_py.codegen.llvm.jit import LoadedLibrary
 from iree_py.codegen.target import load_target
 from tests.codegen.conftest import f32
 
-EM_X86_64, EM_AARCH64 = 62, 183
+EM_X86_64, EM_AARCH64, EM_RISCV = 62, 183, 243
 
 
 def _specs() -> list[KernelSpec]:
@@ -35,7 +35,8 @@ def _elf_header(code: bytes) -> tuple[int, int, int]:
     return code[4], e_type, e_machine
 
 
-@pytest.mark.parametrize("target_name, machine", [("host", EM_X86_64), ("x86_64", EM_X86_64), ("arm64", EM_AARCH64)])
+@pytest.mark.parametrize("target_name, machine", [("host", EM_X86_64), ("x86_64", EM_X86_64), ("arm64", EM_AARCH64),
+                                                  ("riscv64", EM_RISCV), ("riscv64-rvv", EM_RISCV)])
 def test_shared_object_for_each_target(target_name: str, machine: int) -> None:
     blob = build_executable(_specs(), load_target(target_name))
     elf_class, e_type, e_machine = _elf_header(blob.code)

@@ -8,8 +8,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 import iree_py
 
-TARGETS = ["host", "arm64"]     # arm64 runs in the cross-built runtime under qemu-aarch64
-DEVICE = {"host": "local", "arm64": "qemu"}
+TARGETS = ["host", "arm64", "riscv64"]  # arm64, riscv64: the cross-built runtime under qemu-aarch64/-riscv64
+RVV_TARGET = "riscv64-rvv"      # riscv64 with vector kernels: run on the cases that vectorize
+DEVICE = {"host": "local", "arm64": "qemu", "riscv64": "qemu", RVV_TARGET: "qemu"}
 RELATIVE_TOLERANCE = 1e-4       # of the reference's largest magnitude
 
 

@@ -39,3 +39,4 @@ def test_contiguous_concat_needs_no_kernel():
     assert not any("concat" in n for n in names), names
     check_against_onnxruntime(m, "host")
     check_against_onnxruntime(m, "arm64")
+    check_against_onnxruntime(m, "riscv64")

@@ -1,5 +1,6 @@
-"""Whole models against onnxruntime: the bundled examples, and real architectures from the onnx
-package's test data, on this host and on arm64 under qemu-aarch64."""
+"""Whole models against onnxruntime: the bundled examples (on this host, and on arm64, riscv64 and
+riscv64-rvv under qemu-user), and real architectures from the onnx package's test data (on this
+host and on arm64 under qemu-aarch64)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,13 +9,13 @@ import numpy as np
 import onnx
 import pytest
 
-from harness import TARGETS, assert_close, run_iree, run_onnxruntime
+from harness import RVV_TARGET, TARGETS, assert_close, run_iree, run_onnxruntime
 from real_models import data_input, light_model
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", [*TARGETS, RVV_TARGET])
 @pytest.mark.parametrize("name", ["small_cnn", "mlp"])
 def test_bundled_examples(name: str, target: str):
     m = onnx.load(str(EXAMPLES / f"{name}.onnx"))

@@ -1,5 +1,6 @@
 """Every op of the spine, differential-tested against onnxruntime through the whole toolchain
-(ONNX frontend, passes, LLVM kernels, module, C runtime) on this host and on arm64 under qemu.
+(ONNX frontend, passes, LLVM kernels, module, C runtime) on this host, and on arm64 and riscv64
+under qemu; riscv64-rvv (vector kernels) runs the cases that vectorize.
 Tolerance: 1e-4 of the reference's largest magnitude."""
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from harness import TARGETS, check_against_onnxruntime, model
+from harness import RVV_TARGET, TARGETS, check_against_onnxruntime, model
 
 rng = np.random.default_rng(42)
 
@@ -194,7 +195,13 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("case", sorted(CASES))
+# The cases whose kernels vectorize (convolutions, matmuls, elementwise, pools): riscv64-rvv runs these.
+VECTOR_CASE_PREFIXES = ("conv", "gemm", "matmul", "add", "sub", "mul", "div", "sum", "relu", "leaky_relu", "sigmoid",
+                        "tanh", "clip", "unary_", "prelu", "max_two", "min_three", "maxpool", "avgpool", "global_avgpool")
+VECTOR_CASES = [c for c in sorted(CASES) if c.startswith(VECTOR_CASE_PREFIXES)]
+
+
+@pytest.mark.parametrize("case,target", [(c, t) for c in sorted(CASES) for t in TARGETS] +
+                         [(c, RVV_TARGET) for c in VECTOR_CASES])
 def test_op_matches_onnxruntime(case: str, target: str):
     check_against_onnxruntime(CASES[case], target)

@@ -1,5 +1,5 @@
 """Ops over random shapes and attributes (seeded, so a failure reproduces), through the whole
-toolchain, against onnxruntime, on this host and on arm64 under qemu."""
+toolchain, against onnxruntime, on this host and on arm64 and riscv64 under qemu."""
 from __future__ import annotations
 
 import numpy as np

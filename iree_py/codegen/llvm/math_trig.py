@@ -12,7 +12,8 @@ import math
 from llvmlite import ir
 
 from iree_py.codegen.llvm.math_core import (LN2_HI, LN2_LO, copysign, emit_exp, emit_log, fabs, fconst, fsqrt,
-                                            iconst, int_type_like, log1p, poly, round_nearest)
+                                            iconst, integral_to_int, log1p, poly,
+                                            round_nearest)
 
 TWO_OVER_PI = 2.0 / math.pi
 PIO2_1, PIO2_2, PIO2_3 = 1.5703125, 4.837512969970703125e-4, 7.54978995489188216e-8  # pi/2 = sum
@@ -35,8 +36,7 @@ def _reduce(b: ir.IRBuilder, x: ir.Value) -> tuple[ir.Value, ir.Value]:
     r = b.fsub(x, b.fmul(n, fconst(PIO2_1, ty)))
     r = b.fsub(r, b.fmul(n, fconst(PIO2_2, ty)))
     r = b.fsub(r, b.fmul(n, fconst(PIO2_3, ty)))
-    safe_n = b.select(b.fcmp_ordered("<", fabs(b, n), fconst(1e9, ty)), n, fconst(0.0, ty))  # no poison from fptosi
-    q = b.and_(b.fptosi(safe_n, int_type_like(ty)), iconst(3, ty))
+    q = b.and_(integral_to_int(b, n), iconst(3, ty))  # exact for |n| < 2**22: far past the accurate range
     return r, q
 
 

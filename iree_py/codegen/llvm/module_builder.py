@@ -81,8 +81,19 @@ def build_ir_module(specs: list[KernelSpec], target: Target) -> tuple[ir.Module,
         info = dataclasses.replace(info, name=spec.name)
         add_dispatch_guard(module, info, target)
         infos.append(info)
-    add_library_export(module, names)
+    if target.executable_format == "flat":
+        export_entries_by_name(module, names)
+    else:
+        add_library_export(module, names)
     return module, tuple(infos)
+
+
+def export_entries_by_name(module: ir.Module, entry_names: list[str]) -> None:
+    """Flat executables have no query function and no pointer table (a table of pointers would need
+    relocating): the entry points are exported symbols, and the linker's symbol table gives each
+    one's offset in the image."""
+    for name in entry_names:
+        module.get_global(name).linkage = ""
 
 
 def build_optimized_module(specs: list[KernelSpec], target: Target) -> BuiltModule:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import (F32, begin_kernel, const_i64, entry_alloca, for_range, lanes_f32,
+from iree_py.codegen.llvm.common import (F32, I32, begin_kernel, const_i64, entry_alloca, for_range, lanes_f32,
                                          load_f32, max_index, min_index, splat, static_shape, store_f32)
 from iree_py.codegen.llvm.math import fmax
 from iree_py.codegen.llvm.reduce import reduce_row
@@ -89,7 +89,8 @@ def _build_window_pool(spec: KernelSpec, module: ir.Module, target) -> KernelInf
                 else:
                     rows = b.sub(min_index(b, b.add(hs, const_i64(kh)), const_i64(h)), max_index(b, hs, zero))
                     cols = b.sub(min_index(b, b.add(ws, const_i64(kw)), const_i64(w)), max_index(b, ws, zero))
-                count = b.sitofp(b.mul(rows, cols), F32)
+                # The window count fits i32; converting an i32 needs no compiler builtin on 32-bit targets.
+                count = b.sitofp(b.trunc(b.mul(rows, cols), I32), F32)
                 result = b.fdiv(result, count)
             store_f32(b, result, dst, b.add(dst_base, b.add(b.mul(y, const_i64(ow)), x)))
     kb.finish()

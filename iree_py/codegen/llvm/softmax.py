@@ -15,7 +15,7 @@ from typing import Callable
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import (F32, begin_kernel, const_i64, entry_alloca, float_vector, for_range,
+from iree_py.codegen.llvm.common import (F32, I32, begin_kernel, const_i64, entry_alloca, float_vector, for_range,
                                          lanes_f32, load_f32, splat, splat_value, static_shape, store_f32,
                                          vector_split)
 from iree_py.codegen.llvm.math import emit_exp, fmax
@@ -120,14 +120,15 @@ def _hardmax_columns(b, src, dst, base, length, inner, ty, col):
     where = entry_alloca(b, ty, "where")
     b.store(load_f32(b, src, at(const_i64(0)), ty), best)
     b.store(splat(0.0, ty), where)
+    # Indices are converted from i32: an i64 conversion needs a compiler builtin on 32-bit targets.
     with for_range(b, 1, length, name="m") as j:
         x = load_f32(b, src, at(j), ty)
         better = b.fcmp_ordered(">", x, b.load(best))
         b.store(b.select(better, x, b.load(best)), best)
-        b.store(b.select(better, _like(b, b.sitofp(j, F32), ty), b.load(where)), where)
+        b.store(b.select(better, _like(b, b.sitofp(b.trunc(j, I32), F32), ty), b.load(where)), where)
     chosen = b.load(where)
     with for_range(b, 0, length, name="n") as j:
-        hit = b.fcmp_ordered("==", chosen, _like(b, b.sitofp(j, F32), ty))
+        hit = b.fcmp_ordered("==", chosen, _like(b, b.sitofp(b.trunc(j, I32), F32), ty))
         store_f32(b, b.select(hit, splat(1.0, ty), splat(0.0, ty)), dst, at(j))
 
 

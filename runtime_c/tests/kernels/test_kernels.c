@@ -52,6 +52,9 @@ int32_t fail_if_negative(const irp_dispatch_state_t* dispatch, const irp_workgro
   return in[0] < 0.0f ? 7 : 0;
 }
 
+/* A flat executable has no library table (its pointers would need relocating): the runtime finds
+ * each entry point by its offset in the image. */
+#ifndef IRP_FLAT_KERNELS
 static const char* const kNames[] = {"add_f32", "scale_f32", "fail_if_negative"};
 static const irp_kernel_fn_t kEntries[] = {add_f32, scale_f32, fail_if_negative};
 static const irp_kernel_library_t kLibrary = {IRP_KERNEL_ABI_VERSION, 3, kNames, kEntries};
@@ -59,3 +62,4 @@ static const irp_kernel_library_t kLibrary = {IRP_KERNEL_ABI_VERSION, 3, kNames,
 const irp_kernel_library_t* irp_kernel_library_query(uint32_t abi_version) {
   return abi_version == IRP_KERNEL_ABI_VERSION ? &kLibrary : 0;
 }
+#endif /* IRP_FLAT_KERNELS */

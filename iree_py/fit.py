@@ -2,8 +2,10 @@
 target given --ram/--flash), so a model too big for the board fails on the developer's machine
 with the numbers, not on the board.
 
-RAM on the board holds the runtime's state and the module's arena (constants and kernels stay in
-flash, used in place); flash holds the firmware (runtime + device server) and the module.
+--ram is the RAM the firmware gives the runtime (its one region: device-server and runtime state,
+the module's state, the arena; constants and kernels stay in flash, used in place). --flash is
+the flash for modules (the board's module storage). The firmware's own code, stack and globals
+come on top; `iree-py build-runtime` reports them.
 """
 from __future__ import annotations
 
@@ -32,11 +34,9 @@ def parse_size(text: str | int) -> int:
 @dataclass(frozen=True)
 class Footprint:
     ram_needed: int      # arena + runtime state for this module
-    flash_needed: int    # module + firmware
+    flash_needed: int    # the module
     arena: int
     runtime_ram: int
-    module: int
-    runtime_flash: int
 
 
 # Upper bounds of what the runtime allocates per item of a module when it loads it
@@ -71,9 +71,7 @@ def footprint(target: Target, module: mod.Module, module_bytes: int) -> Footprin
     """What `module` (serialized to `module_bytes` bytes) needs on a board of `target`."""
     runtime_ram = target.runtime_ram_bytes + module_state_bytes(module)
     arena = module.memory_plan.arena_size
-    return Footprint(ram_needed=arena + runtime_ram, flash_needed=module_bytes + target.runtime_flash_bytes,
-                     arena=arena, runtime_ram=runtime_ram, module=module_bytes,
-                     runtime_flash=target.runtime_flash_bytes)
+    return Footprint(ram_needed=arena + runtime_ram, flash_needed=module_bytes, arena=arena, runtime_ram=runtime_ram)
 
 
 def check_fit(target: Target, fp: Footprint, ram: int | None, flash: int | None) -> None:
@@ -83,7 +81,7 @@ def check_fit(target: Target, fp: Footprint, ram: int | None, flash: int | None)
         problems.append(f"RAM: needs {fp.ram_needed:,} bytes (arena {fp.arena:,} + runtime {fp.runtime_ram:,}) "
                         f"but --ram is {ram:,}: {fp.ram_needed - ram:,} bytes over")
     if flash is not None and fp.flash_needed > flash:
-        problems.append(f"flash: needs {fp.flash_needed:,} bytes (module {fp.module:,} + firmware "
-                        f"{fp.runtime_flash:,}) but --flash is {flash:,}: {fp.flash_needed - flash:,} bytes over")
+        problems.append(f"flash: the module needs {fp.flash_needed:,} bytes but --flash is {flash:,}: "
+                        f"{fp.flash_needed - flash:,} bytes over")
     if problems:
         raise CompileError(f"the model does not fit target {target.name}:\n  " + "\n  ".join(problems))

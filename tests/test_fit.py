@@ -37,5 +37,5 @@ def test_enough_memory_compiles():
 def test_cli_reports_flash_shortfall(tmp_path):
     r = iree_py("compile", str(EXAMPLE), "--target=host", "--flash=16K", "-o", str(tmp_path / "m.vmfb"))
     assert r.returncode == 1
-    assert "flash: needs" in r.stderr and "--flash is 16,384" in r.stderr and "bytes over" in r.stderr
+    assert "flash: the module needs" in r.stderr and "--flash is 16,384" in r.stderr and "bytes over" in r.stderr
     assert not (tmp_path / "m.vmfb").exists()

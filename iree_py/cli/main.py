@@ -1,4 +1,4 @@
-"""The `iree-py` command: compile | run | benchmark | dump | conformance."""
+"""The `iree-py` command: compile | run | benchmark | flash | dump | build-runtime | conformance."""
 from __future__ import annotations
 
 import argparse
@@ -40,7 +40,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from iree_py.runtime.module import load
     module = load(args.module, device=args.device)
     fn = getattr(module, args.function)
-    outputs = fn.call(*[parse_input(t) for t in args.input])
+    profile_text = ""
+    if args.profile:  # per-dispatch cycles, from a board running the device server
+        from iree_py.cli.device_commands import is_device_url, run_profiled
+        if not is_device_url(args.device):
+            raise IreePyError("run --profile needs --device=serial://... or socket://...; "
+                              "on this host use `iree-py benchmark --profile`")
+        from iree_py.runtime.signature import check_inputs
+        inputs = check_inputs(fn.signature, tuple(parse_input(t) for t in args.input))
+        outputs, profile_text = run_profiled(module.device, args.function, inputs,
+                                             [s.dtype.module_code for s in fn.signature.inputs])
+    else:
+        outputs = fn.call(*[parse_input(t) for t in args.input])
     if args.output and len(args.output) != len(outputs):
         raise IreePyError(f"{args.function} has {len(outputs)} outputs ({', '.join(fn.output_names)}); "
                           f"got {len(args.output)} --output flags")
@@ -50,6 +61,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         else:
             with np.printoptions(threshold=20, edgeitems=3, precision=6):
                 print(f"{name}: {'x'.join(map(str, value.shape))}x{value.dtype}\n{value}")
+    sys.stdout.write(profile_text)
     return 0
 
 
@@ -58,7 +70,21 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     from iree_py.cli.inputs import parse_input
     from iree_py.runtime.module import load
     module = load(args.module, device=args.device)
+    from iree_py.cli.device_commands import benchmark_on_board, is_device_url
+    if is_device_url(args.device):  # cycles counted on the board, not the host's clock
+        from iree_py.runtime.signature import check_inputs
+        fn = getattr(module, args.function).signature
+        inputs = check_inputs(fn, tuple(parse_input(t) for t in args.input))
+        sys.stdout.write(benchmark_on_board(module.device, args.function, inputs,
+                                            [s.dtype.module_code for s in fn.inputs], args.repeat, args.profile))
+        return 0
     sys.stdout.write(benchmark(module, args.function, [parse_input(t) for t in args.input], args.repeat, args.profile))
+    return 0
+
+
+def _cmd_flash(args: argparse.Namespace) -> int:
+    from iree_py.cli.device_commands import flash
+    sys.stdout.write(flash(args.module, args.port))
     return 0
 
 
@@ -67,6 +93,12 @@ def _cmd_dump(args: argparse.Namespace) -> int:
     from iree_py.module.reader import read_module
     data = Path(args.module).read_bytes()
     sys.stdout.write(dump_module(read_module(data), data))
+    return 0
+
+
+def _cmd_build_runtime(args: argparse.Namespace) -> int:
+    from iree_py.cli.build_runtime import build_runtime_into
+    sys.stdout.write(build_runtime_into(args.target, Path(args.output)))
     return 0
 
 
@@ -89,16 +121,18 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass")
     c.add_argument("--strip-debug", action="store_true", help="leave out source node names")
     c.add_argument("--emit-c", action="store_true", help="write the module as C source: -o NAME.c (and NAME.h)")
-    c.add_argument("--ram", metavar="SIZE", help="board RAM (e.g. 256K): refuse a model whose arena and runtime do not fit")
-    c.add_argument("--flash", metavar="SIZE", help="board flash (e.g. 1M): refuse a module and firmware that do not fit")
+    c.add_argument("--ram", metavar="SIZE", help="RAM the board gives the runtime (e.g. 256K): refuse a model whose arena and runtime state do not fit")
+    c.add_argument("--flash", metavar="SIZE", help="flash for the module (e.g. 1M): refuse a module that does not fit")
     c.set_defaults(func=_cmd_compile)
 
     r = sub.add_parser("run", help="run a module's function on inputs")
     r.add_argument("module")
     r.add_argument("--function", default="main")
-    r.add_argument("--device", default="local", help="local (this host) or qemu (the module's architecture under qemu-user)")
+    r.add_argument("--device", default="local", help="local (this host), qemu (the module's architecture under qemu-user), "
+                   "or a board: serial://PORT, socket://HOST:PORT")
     r.add_argument("--input", action="append", default=[], help="@x.npy, SHAPExDTYPE=@x.npy or SHAPExDTYPE=1,2,3 (one per input, in order)")
     r.add_argument("--output", action="append", default=[], help="@y.npy: where to save each output (one per output, in order)")
+    r.add_argument("--profile", action="store_true", help="on a board: total cycles and cycles per kernel")
     r.set_defaults(func=_cmd_run)
 
     b = sub.add_parser("benchmark", help="time a module's function; --profile adds the time per kernel")
@@ -110,9 +144,19 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--profile", action="store_true", help="time per kernel, with the source nodes behind each")
     b.set_defaults(func=_cmd_benchmark)
 
+    f = sub.add_parser("flash", help="upload a module to a board running the device server")
+    f.add_argument("module")
+    f.add_argument("--port", required=True, help="serial://PORT[?baudrate=N] or socket://HOST:PORT")
+    f.set_defaults(func=_cmd_flash)
+
     d = sub.add_parser("dump", help="print a module: functions, bytecode, kernels, constants, memory plan")
     d.add_argument("module")
     d.set_defaults(func=_cmd_dump)
+
+    br = sub.add_parser("build-runtime", help="write the C runtime for a target (library, headers; firmware or runner)")
+    br.add_argument("--target", required=True, choices=available_targets())
+    br.add_argument("-o", "--output", required=True, help="directory to write into")
+    br.set_defaults(func=_cmd_build_runtime)
 
     from iree_py.conformance.__main__ import add_arguments as add_conformance_arguments
     k = sub.add_parser("conformance", help="run the ONNX backend node tests (from the installed onnx) and report")

@@ -16,6 +16,12 @@ def is_device_url(device: str) -> bool:
     return device.startswith(DEVICE_URL_SCHEMES)
 
 
+def on_board(module) -> bool:
+    """Whether a loaded module runs on a board speaking the device protocol (serial://, socket://,
+    or the emulated board that --device=qemu starts for a bare-metal module)."""
+    return isinstance(module.device, SerialDevice)
+
+
 def module_arch(data: bytes, source: str) -> str:
     archs = {e.arch for e in read_module(data, payloads=False).executables}
     if len(archs) != 1:

@@ -42,10 +42,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     fn = getattr(module, args.function)
     profile_text = ""
     if args.profile:  # per-dispatch cycles, from a board running the device server
-        from iree_py.cli.device_commands import is_device_url, run_profiled
-        if not is_device_url(args.device):
-            raise IreePyError("run --profile needs --device=serial://... or socket://...; "
-                              "on this host use `iree-py benchmark --profile`")
+        from iree_py.cli.device_commands import on_board, run_profiled
+        if not on_board(module):
+            raise IreePyError("run --profile needs a board: --device=serial://..., socket://..., or qemu for a "
+                              "bare-metal module; on this host use `iree-py benchmark --profile`")
         from iree_py.runtime.signature import check_inputs
         inputs = check_inputs(fn.signature, tuple(parse_input(t) for t in args.input))
         outputs, profile_text = run_profiled(module.device, args.function, inputs,
@@ -70,8 +70,8 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     from iree_py.cli.inputs import parse_input
     from iree_py.runtime.module import load
     module = load(args.module, device=args.device)
-    from iree_py.cli.device_commands import benchmark_on_board, is_device_url
-    if is_device_url(args.device):  # cycles counted on the board, not the host's clock
+    from iree_py.cli.device_commands import benchmark_on_board, on_board
+    if on_board(module):  # cycles counted on the board, not the host's clock
         from iree_py.runtime.signature import check_inputs
         fn = getattr(module, args.function).signature
         inputs = check_inputs(fn, tuple(parse_input(t) for t in args.input))

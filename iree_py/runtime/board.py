@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -171,16 +172,21 @@ def _die_with_parent() -> None:
 
 class QemuBoard:
     """One emulated board running `firmware`; `url` is where its UART answers. A context manager:
-    qemu is stopped on exit, on close(), when the object is collected, and when Python exits."""
+    qemu is stopped on exit, on close(), when the object is collected, and when Python exits.
+    link="tcp": the UART on a local TCP port (socket://127.0.0.1:PORT); link="pty": on a
+    pseudo-terminal, a real tty device as a USB serial adapter would be (serial:///dev/pts/N)."""
 
-    def __init__(self, target: Target, firmware: Path | None = None, boot_timeout: float = 10.0) -> None:
+    def __init__(self, target: Target, firmware: Path | None = None, boot_timeout: float = 10.0,
+                 link: str = "tcp") -> None:
+        if link not in ("tcp", "pty"):
+            raise IreePyError(f"QemuBoard link must be 'tcp' or 'pty', got {link!r}")
         self.target = target
         self.spec = board_spec(target)
         self.firmware = firmware or build_firmware(target)
-        self.port = _free_port()
+        self.port = _free_port() if link == "tcp" else 0
         self.url = f"socket://127.0.0.1:{self.port}"
         self._log = tempfile.TemporaryFile(prefix="iree-py-qemu-")
-        serial = f"tcp:127.0.0.1:{self.port},server=on,wait=off,nodelay=on"
+        serial = f"tcp:127.0.0.1:{self.port},server=on,wait=off,nodelay=on" if link == "tcp" else "pty"
         self.command = [target.qemu, "-M", self.spec.machine, "-nographic", "-monitor", "none",
                         "-icount", f"shift={self.spec.icount_shift}", *self.spec.extra_args,
                         "-kernel", str(self.firmware), "-serial", serial]
@@ -189,7 +195,10 @@ class QemuBoard:
                                         stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
         self._finalizer = weakref.finalize(self, _stop, self.process)
         try:
-            self._wait_for_port(boot_timeout)
+            if link == "tcp":
+                self._wait_for_port(boot_timeout)
+            else:
+                self.url = f"serial://{self._wait_for_pty(boot_timeout)}"
         except BaseException:
             self.close()
             raise
@@ -210,6 +219,20 @@ class QemuBoard:
                 pass
             time.sleep(0.01)
         raise IreePyError(f"{self.target.qemu} did not open its UART port {self.port} within {timeout:.0f} s "
+                          f"({' '.join(self.command)}):\n{self.log()}")
+
+    def _wait_for_pty(self, timeout: float) -> str:
+        """The pseudo-terminal qemu announces ("char device redirected to /dev/pts/N")."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            match = re.search(r"redirected to (/dev/pts/\d+)", self.log())
+            if match:
+                return match.group(1)
+            if self.process.poll() is not None:
+                raise IreePyError(f"{self.target.qemu} exited with status {self.process.returncode} before "
+                                  f"its UART pty opened ({' '.join(self.command)}):\n{self.log()}")
+            time.sleep(0.01)
+        raise IreePyError(f"{self.target.qemu} did not announce its UART pty within {timeout:.0f} s "
                           f"({' '.join(self.command)}):\n{self.log()}")
 
     def log(self) -> str:

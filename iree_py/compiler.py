@@ -11,6 +11,7 @@ from iree_py.codegen.llvm import build_executable
 from iree_py.codegen.target import Target, load_target
 from iree_py.fit import check_fit, footprint
 from iree_py.frontends.onnx import import_onnx
+from iree_py.frontends.tflite import import_tflite, is_tflite
 from iree_py.ir.graph import Graph
 from iree_py.module import model as mod
 from iree_py.module.writer import write_module
@@ -35,8 +36,8 @@ class CompileOptions:
 def compile_model(model: ModelSource, options: CompileOptions | None = None) -> bytes:
     options = options or CompileOptions()
     target = options.target if isinstance(options.target, Target) else load_target(options.target)
-    # 1. Import: ONNX (any opset 7..newest) -> graph IR with normalized ops.
-    graph = import_onnx(model, dims=options.dims)
+    # 1. Import: ONNX (any opset 7..newest) or TFLite ("TFL3" / .tflite) -> graph IR with normalized ops.
+    graph = import_tflite(model) if is_tflite(model) else import_onnx(model, dims=options.dims)
     # 2. Optimize: fold constants and BatchNorm, fuse elementwise ops into their producers, drop dead code.
     graph = run_pipeline(graph, print_ir_after=options.print_ir_after, out=options.print_fn)
     # 3. Plan memory: arena offsets for every intermediate; Reshape and contiguous Concat become views.

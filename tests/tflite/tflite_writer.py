@@ -1,0 +1,145 @@
+"""Build .tflite bytes from a small Python description, with our generated object API (tests only).
+
+    m = TfliteModel()
+    x = m.input("x", (1, 8, 8, 3))
+    w = m.const("w", weights)                       # float32 (or any numpy dtype) constant
+    y = m.tensor("y")                                # shape filled in by `complete_shapes` (harness)
+    m.op("CONV_2D", [x, w, -1], [y], Conv2DOptionsT(...))   # -1: an absent optional input
+    m.output(y)
+    data = m.build()
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import flatbuffers
+import numpy as np
+
+from iree_py.frontends.tflite.schema import Buffer as buffer_fb
+from iree_py.frontends.tflite.schema.BuiltinOperator import BuiltinOperator
+from iree_py.frontends.tflite.schema.BuiltinOptions import BuiltinOptions
+from iree_py.frontends.tflite.schema.Model import ModelT
+from iree_py.frontends.tflite.schema.Operator import OperatorT
+from iree_py.frontends.tflite.schema.OperatorCode import OperatorCodeT
+from iree_py.frontends.tflite.schema.SignatureDef import SignatureDefT
+from iree_py.frontends.tflite.schema.SubGraph import SubGraphT
+from iree_py.frontends.tflite.schema.Tensor import TensorT
+from iree_py.frontends.tflite.schema.TensorMap import TensorMapT
+from iree_py.frontends.tflite.schema.TensorType import TensorType
+
+TYPE_OF = {np.dtype(np.float32): TensorType.FLOAT32, np.dtype(np.float16): TensorType.FLOAT16,
+           np.dtype(np.int32): TensorType.INT32, np.dtype(np.int64): TensorType.INT64,
+           np.dtype(np.int8): TensorType.INT8, np.dtype(np.uint8): TensorType.UINT8}
+
+
+class AlignedBufferT(buffer_fb.BufferT):
+    """A Buffer whose data vector starts on a 16-byte boundary (the schema's force_align)."""
+
+    def Pack(self, builder: flatbuffers.Builder) -> int:
+        data = None
+        if self.data is not None:
+            payload = bytes(self.data)
+            builder.StartVector(1, len(payload), 16)
+            builder.head -= len(payload)
+            builder.Bytes[builder.head:builder.head + len(payload)] = payload
+            builder.vectorNumElems = len(payload)
+            data = builder.EndVector()
+        buffer_fb.BufferStart(builder)
+        if data is not None:
+            buffer_fb.BufferAddData(builder, data)
+        return buffer_fb.BufferEnd(builder)
+
+
+def options_type(options: Any) -> int:
+    """The BuiltinOptions union type id of an options object (Conv2DOptionsT -> 1)."""
+    return getattr(BuiltinOptions, type(options).__name__.removesuffix("T"))
+
+
+@dataclass
+class _Op:
+    code: int
+    inputs: list[int]
+    outputs: list[int]
+    options: Any = None
+
+
+@dataclass
+class TfliteModel:
+    tensors: list[TensorT] = field(default_factory=list)
+    buffers: list[bytes | None] = field(default_factory=lambda: [None])   # buffer 0: the empty one
+    ops: list[_Op] = field(default_factory=list)
+    inputs: list[int] = field(default_factory=list)
+    outputs: list[int] = field(default_factory=list)
+    signature: str | None = None    # a SignatureDef with this key over the inputs and outputs
+    version: int = 3
+
+    def tensor(self, name: str, shape: tuple[int, ...] = (), dtype: Any = np.float32,
+               data: np.ndarray | None = None) -> int:
+        t = TensorT()
+        t.name, t.shape, t.type = name, [int(d) for d in shape], TYPE_OF[np.dtype(dtype)]
+        if data is not None:
+            self.buffers.append(np.ascontiguousarray(data, dtype=dtype).tobytes())
+            t.buffer = len(self.buffers) - 1
+        self.tensors.append(t)
+        return len(self.tensors) - 1
+
+    def input(self, name: str, shape: tuple[int, ...], dtype: Any = np.float32) -> int:
+        index = self.tensor(name, shape, dtype)
+        self.inputs.append(index)
+        return index
+
+    def const(self, name: str, array: np.ndarray) -> int:
+        array = np.asarray(array)
+        return self.tensor(name, array.shape, array.dtype, array)
+
+    def op(self, code: int | str, inputs: list[int], outputs: list[int], options: Any = None) -> None:
+        number = getattr(BuiltinOperator, code) if isinstance(code, str) else code
+        self.ops.append(_Op(number, list(inputs), list(outputs), options))
+
+    def output(self, index: int) -> None:
+        self.outputs.append(index)
+
+    def build(self) -> bytes:
+        codes = sorted({op.code for op in self.ops})
+        model = ModelT()
+        model.version, model.description = self.version, "iree-py test model"
+        model.operatorCodes = []
+        for code in codes:
+            oc = OperatorCodeT()
+            oc.builtinCode, oc.deprecatedBuiltinCode, oc.version = code, min(code, 127), 1
+            model.operatorCodes.append(oc)
+        sub = SubGraphT()
+        sub.name, sub.tensors, sub.inputs, sub.outputs = "main", self.tensors, self.inputs, self.outputs
+        sub.operators = []
+        for op in self.ops:
+            o = OperatorT()
+            o.opcodeIndex, o.inputs, o.outputs = codes.index(op.code), op.inputs, op.outputs
+            if op.options is not None:
+                o.builtinOptionsType, o.builtinOptions = options_type(op.options), op.options
+            sub.operators.append(o)
+        model.subgraphs = [sub]
+        model.buffers = []
+        for data in self.buffers:
+            b = AlignedBufferT()
+            b.data = data
+            model.buffers.append(b)
+        if self.signature is not None:
+            model.signatureDefs = [self._signature()]
+        builder = flatbuffers.Builder(1024)
+        builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+        return bytes(builder.Output())
+
+    def _signature(self) -> SignatureDefT:
+        sig = SignatureDefT()
+        sig.signatureKey, sig.subgraphIndex = self.signature, 0
+
+        def maps(indices: list[int]) -> list[TensorMapT]:
+            result = []
+            for i in indices:
+                m = TensorMapT()
+                m.name, m.tensorIndex = self.tensors[i].name, i
+                result.append(m)
+            return result
+        sig.inputs, sig.outputs = maps(self.inputs), maps(self.outputs)
+        return sig

@@ -23,6 +23,8 @@ def dump_module(module: Module, data: bytes | None = None, *, code_bytes: bool =
         outs = ", ".join(_sig(s) for s in fn.outputs)
         out.append(f"func {'exported ' if fn.exported else ''}@{fn.name}({ins}) -> ({outs})")
         out.append(f"  registers: {fn.i64_register_count} i64, {fn.ref_register_count} ref; bytecode {len(fn.bytecode)} bytes")
+        if fn.i64_input_count or fn.i64_output_count:
+            out.append(f"  i64 values: {fn.i64_input_count} in, {fn.i64_output_count} out")
         for offset, op, operands in decode(fn.bytecode):
             out.append(f"  {offset:5d}: {op:<16} {', '.join(_format(op, operands))}")
     for i, exe in enumerate(module.executables):

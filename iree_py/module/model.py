@@ -26,6 +26,8 @@ class Function:
     ref_register_count: int
     bytecode: bytes
     exported: bool = True
+    i64_input_count: int = 0   # i64 values `call` passes in i64 registers 0..n-1 (not exported then)
+    i64_output_count: int = 0  # i64 values `ret_i64` returns
 
 
 @dataclass

@@ -120,7 +120,8 @@ def _function(t: _T) -> Function:
     return Function(name=t.string(0), exported=bool(t.scalar(1, N.BoolFlags)),
                     inputs=[_sig(s) for s in t.tables(2)], outputs=[_sig(s) for s in t.tables(3)],
                     i64_register_count=t.scalar(4, N.Uint16Flags),
-                    ref_register_count=t.scalar(5, N.Uint16Flags), bytecode=t.bytes_(6)[0])
+                    ref_register_count=t.scalar(5, N.Uint16Flags), bytecode=t.bytes_(6)[0],
+                    i64_input_count=t.scalar(7, N.Uint16Flags), i64_output_count=t.scalar(8, N.Uint16Flags))
 
 
 def _executable(t: _T, payloads: bool) -> Executable:

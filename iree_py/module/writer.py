@@ -79,7 +79,7 @@ def _function(b: flatbuffers.Builder, f: Function) -> Offset:
     inputs = _table_vector(b, [_tensor_sig(b, s) for s in f.inputs])
     outputs = _table_vector(b, [_tensor_sig(b, s) for s in f.outputs])
     bytecode = _bytes(b, f.bytecode)
-    b.StartObject(7)
+    b.StartObject(9)
     b.PrependUOffsetTRelativeSlot(0, name, 0)
     b.PrependBoolSlot(1, f.exported, False)
     b.PrependUOffsetTRelativeSlot(2, inputs, 0)
@@ -87,6 +87,8 @@ def _function(b: flatbuffers.Builder, f: Function) -> Offset:
     b.PrependUint16Slot(4, f.i64_register_count, 0)
     b.PrependUint16Slot(5, f.ref_register_count, 0)
     b.PrependUOffsetTRelativeSlot(6, bytecode, 0)
+    b.PrependUint16Slot(7, f.i64_input_count, 0)  # default 0 is not stored: such modules are unchanged
+    b.PrependUint16Slot(8, f.i64_output_count, 0)
     return b.EndObject()
 
 

@@ -65,10 +65,14 @@ static irp_status_t irp_module_allocate_state(irp_module_t* module) {
   }
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, arena_bytes, 1, IRP_ARENA_ALIGNMENT, diag,
                                           (void**)&module->state.arena));
-  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, vm->max_i64_registers, sizeof(int64_t), 8, diag,
+  /* One register window per possible call level (vm/interp.h), so a call never allocates. */
+  size_t depth = vm->call_depth > 0 ? vm->call_depth : 1;
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, depth * vm->max_i64_registers, sizeof(int64_t), 8, diag,
                                           (void**)&module->state.i64_registers));
-  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, vm->max_ref_registers, sizeof(irp_vm_ref_t), 8, diag,
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, depth * vm->max_ref_registers, sizeof(irp_vm_ref_t), 8, diag,
                                           (void**)&module->state.ref_registers));
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, depth, sizeof(irp_vm_frame_t), 8, diag,
+                                          (void**)&module->state.frames));
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, (size_t)max_inputs, sizeof(irp_vm_ref_t), 8, diag,
                                           (void**)&module->input_refs));
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, vm->entry_point_count, sizeof(irp_vm_entry_profile_t), 8,
@@ -106,6 +110,7 @@ void irp_module_release(irp_module_t* module) {
   irp_free(allocator, module->state.arena);
   irp_free(allocator, module->state.i64_registers);
   irp_free(allocator, module->state.ref_registers);
+  irp_free(allocator, module->state.frames);
   irp_free(allocator, module->input_refs);
   irp_free(allocator, module->output_refs);
   irp_free(allocator, module);
@@ -231,6 +236,9 @@ irp_status_t irp_call(irp_module_t* module, int32_t function, const irp_buffer_v
   const irp_vm_function_t* f = irp_function_at(module, function);
   if (f == NULL) {
     return IRP_FAIL(diag, IRP_NOT_FOUND, "module '%s' has no function %" PRId32, module->vm.name, function);
+  }
+  if (!f->exported) {
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: not exported; only the module's own `call`s reach it", f->name);
   }
   if (input_count != f->input_count) {
     return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: expected %" PRId32 " inputs, got %" PRId32, f->name, f->input_count, input_count);

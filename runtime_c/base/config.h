@@ -35,6 +35,13 @@
 #define IRP_MAX_PUSH_CONSTANTS 64
 #endif
 
+/* Deepest chain of VM `call`s, counting the called-from-the-API function as 1. A module whose call
+ * graph is acyclic gets register windows for its actual depth (1 without calls); a recursive one gets
+ * IRP_MAX_CALL_DEPTH windows, and a call beyond them is a run-time error, never a stack overflow. */
+#ifndef IRP_MAX_CALL_DEPTH
+#define IRP_MAX_CALL_DEPTH 32
+#endif
+
 /* Largest memory image of one kernel library (its PT_LOAD span), in bytes. */
 #ifndef IRP_MAX_KERNEL_IMAGE_SIZE
 #define IRP_MAX_KERNEL_IMAGE_SIZE (64u * 1024u * 1024u)

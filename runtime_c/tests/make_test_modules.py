@@ -108,9 +108,54 @@ def runtime_failure_functions() -> list[Function]:
     ]
 
 
+def fib_function(own_index: int) -> Function:
+    """fib(n: i64) -> i64, recursive and not exported: n < 2 ? n : fib(n - 1) + fib(n - 2), for a
+    module where it is function number own_index (tests/vm/test_control_flow.py uses it too)."""
+    code = BytecodeBuilder()
+    base, recurse = code.label("base"), code.label("recurse")
+    code.emit("const_i64", 1, 2)
+    code.emit("cmp_lt_i64", 2, 0, 1)
+    code.emit("cond_br", 2, base, recurse)
+    code.bind(base)
+    code.emit("ret_i64", [0], [])
+    code.bind(recurse)
+    code.emit("const_i64", 1, 1)
+    code.emit("sub_i64", 3, 0, 1)
+    code.emit("call", own_index, [3], [], [4], [])
+    code.emit("sub_i64", 3, 3, 1)
+    code.emit("call", own_index, [3], [], [5], [])
+    code.emit("add_i64", 6, 4, 5)
+    code.emit("ret_i64", [6], [])
+    return Function("fib", [], [], 7, 0, code.finish(), exported=False, i64_input_count=1, i64_output_count=1)
+
+
+def call_functions() -> list[Function]:
+    """Exported callers of fib (the last function of good_module, at FIB_INDEX)."""
+    def call_fib(n: int, expected: int):
+        def emit(c: BytecodeBuilder) -> None:
+            c.emit("const_i64", 0, n)
+            c.emit("call", FIB_INDEX, [0], [], [1], [])
+            c.emit("const_i64", 2, expected)
+            c.emit("cmp_eq_i64", 3, 1, 2)
+            c.emit("check", 3, 99)             # reached with a wrong value only if fib is wrong
+            c.emit("ret", [])
+        return emit
+    return [
+        simple_function("fib_20", call_fib(20, 6765), i64=4),
+        simple_function("too_deep", call_fib(40, 0), i64=4),
+        simple_function("div_zero", lambda c: (c.emit("const_i64", 0, 7), c.emit("const_i64", 1, 0),
+                                               c.emit("div_i64", 2, 0, 1), c.emit("ret", []))),
+        fib_function(FIB_INDEX),
+    ]
+
+
+FIB_INDEX = 2 + len(runtime_failure_functions()) + 3
+
+
 def good_module(arch: str, kernels: bytes) -> Module:
     constant = Constant("c", struct.pack("<4f", 1, 2, 3, 4))
-    functions = [add_function(), scaled_function(), *runtime_failure_functions()]
+    functions = [add_function(), scaled_function(), *runtime_failure_functions(), *call_functions()]
+    assert functions[FIB_INDEX].name == "fib"
     return Module("test", functions, [constant], [Executable(arch, entry_points(), kernels)],
                   MemoryPlan(448))
 
@@ -225,6 +270,18 @@ def bad_modules(arch: str, kernels: bytes, undefined_kernels: bytes | None) -> l
          INVALID_MODULE, "dispatch of 'add_f32' passes 0 push constants, the entry point takes 1"),
         ("ret_count", bytecode_case(base, lambda c: c.emit("ret", []), outputs=[x]),
          INVALID_MODULE, "ret returns 0 values but the function has 1 outputs"),
+        ("call_callee", bytecode_case(base, lambda c: (c.emit("call", 7, [], [], [], []), c.emit("ret", []))),
+         INVALID_MODULE, "f: bytecode at 0: call of function 7 but the module has 1"),
+        ("call_i64_args", bytecode_case(base, lambda c: (c.emit("call", 0, [1], [], [], []), c.emit("ret", []))),
+         INVALID_MODULE, "f: bytecode at 0: call of f passes 1 i64 arguments, expected 0"),
+        ("call_results", bytecode_case(base, lambda c: (c.emit("call", 0, [], [], [], [2]), c.emit("ret", []))),
+         INVALID_MODULE, "f: bytecode at 0: call of f passes 1 buffer results, expected 0"),
+        ("ret_i64_count", with_function(base, Function("f", [], [], 2, 0, b"\x06\x00\x00", exported=False,
+                                                       i64_output_count=1)),
+         INVALID_MODULE, "f: bytecode at 0: ret_i64 passes 0 i64 results, expected 1"),
+        ("exported_i64", with_function(base, Function("f", [], [], 2, 0, b"\x06\x01\x00\x00\x00",
+                                                      i64_input_count=1, i64_output_count=1)),
+         INVALID_MODULE, "f: exported but takes 1 and returns 1 i64 values"),
         ("inputs_exceed_refs", bytecode_case(base, lambda c: c.emit("ret", []), inputs=[x] * 5),
          INVALID_MODULE, "5 inputs do not fit its 4 ref registers"),
         ("rank", bytecode_case(base, lambda c: c.emit("ret", []), inputs=[TensorSig("big", F32, (1,) * 9)]),

@@ -187,6 +187,13 @@ static void test_call_errors(void) {
                     "buffer_copy of 16 bytes into a 8-byte buffer");
   expect_call_error(module, runtime, "copy_to_constant", &x_view, 1, 0, IRP_RUNTIME_FAILURE,
                     "buffer_copy into read-only ref register 1");
+  expect_call_error(module, runtime, "too_deep", NULL, 0, 0, IRP_RUNTIME_FAILURE,
+                    "fib: bytecode at 52: call of 'fib' is deeper than the 32 calls this runtime allows");
+  expect_call_error(module, runtime, "div_zero", NULL, 0, 0, IRP_RUNTIME_FAILURE,
+                    "div_zero: bytecode at 22: div_i64 of 7 by zero");
+  expect_call_error(module, runtime, "fib", NULL, 0, 0, IRP_INVALID_ARGUMENT, "fib: not exported");
+  CHECK(irp_call(module, find(module, "fib_20"), NULL, 0, NULL, 0) == IRP_OK, "fib_20 (recursive calls): %s",
+        irp_runtime_error_message(runtime));
   int32_t missing = 0;
   CHECK(irp_module_find_function(module, "nope", &missing) == IRP_NOT_FOUND &&
             strstr(irp_runtime_error_message(runtime), "has no function 'nope'") != NULL,

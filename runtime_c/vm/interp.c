@@ -13,9 +13,15 @@
 #define READ_U32() (pc += 4, irp_load_u32(code + pc - 4))
 #define READ_I64() (pc += 8, (int64_t)irp_load_u64(code + pc - 8))
 #define READ_U8() (code[pc++])
-/* Register access by operand. */
-#define I64(index) (state->i64_registers[(index)])
-#define REF(index) (state->ref_registers[(index)])
+/* Register access by operand, in the running function's window. */
+#define I64(index) (window->i64[(index)])
+#define REF(index) (window->refs[(index)])
+
+/* The registers of the running function. */
+typedef struct irp_vm_window_t {
+  int64_t* i64;
+  irp_vm_ref_t* refs;
+} irp_vm_window_t;
 
 static irp_status_t irp_unset_ref(const irp_vm_function_t* function, size_t pc, const char* op,
                                   uint16_t index, irp_diag_t* diag) {
@@ -25,8 +31,8 @@ static irp_status_t irp_unset_ref(const irp_vm_function_t* function, size_t pc, 
 }
 
 static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_state_t* state,
-                                 const irp_vm_function_t* function, size_t insn_pc, size_t* io_pc,
-                                 irp_diag_t* diag) {
+                                 const irp_vm_window_t* window, const irp_vm_function_t* function,
+                                 size_t insn_pc, size_t* io_pc, irp_diag_t* diag) {
   const uint8_t* code = function->bytecode;
   size_t pc = *io_pc;
   uint16_t executable_index = READ_U16();
@@ -96,7 +102,7 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
   return IRP_OK;
 }
 
-static irp_status_t irp_buffer_copy(const irp_vm_function_t* function, const irp_vm_state_t* state,
+static irp_status_t irp_buffer_copy(const irp_vm_function_t* function, const irp_vm_window_t* window,
                                     size_t insn_pc, uint16_t dst, uint16_t src, irp_diag_t* diag) {
   const irp_vm_ref_t* to = &REF(dst);
   const irp_vm_ref_t* from = &REF(src);
@@ -115,9 +121,179 @@ static irp_status_t irp_buffer_copy(const irp_vm_function_t* function, const irp
   return IRP_OK;
 }
 
-static irp_status_t irp_return(const irp_vm_function_t* function, const irp_vm_state_t* state,
-                               const uint8_t* code, size_t pc, size_t insn_pc,
+/* buffer_load_i64 / buffer_store_i64: the 8 bytes at i[offset] must lie inside the buffer. */
+static irp_status_t irp_buffer_i64(const irp_vm_function_t* function, const irp_vm_window_t* window,
+                                   size_t insn_pc, bool store, uint16_t ref, int64_t offset, int64_t* io_value,
+                                   irp_diag_t* diag) {
+  const char* op = store ? "buffer_store_i64" : "buffer_load_i64";
+  const irp_vm_ref_t* buffer = &REF(ref);
+  if (buffer->data == NULL) return irp_unset_ref(function, insn_pc, op, ref, diag);
+  if (offset < 0 || buffer->length < 8 || (uint64_t)offset > buffer->length - 8) {
+    return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: bytecode at %zu: %s at byte %lld of a %zu-byte buffer",
+                    function->name, insn_pc, op, (long long)offset, buffer->length);
+  }
+  if (store && buffer->read_only) {
+    return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: bytecode at %zu: buffer_store_i64 into read-only ref register %u",
+                    function->name, insn_pc, ref);
+  }
+  uint8_t* at = buffer->data + offset;
+  uint64_t bits = (uint64_t)*io_value;
+  if (store) {
+    for (int i = 0; i < 8; ++i) at[i] = (uint8_t)(bits >> (8 * i));
+    return IRP_OK;
+  }
+  *io_value = (int64_t)irp_load_u64(at);
+  return IRP_OK;
+}
+
+/* The scalar ops with three i64 register operands (dst, lhs, rhs). Wrapping arithmetic goes
+ * through uint64_t: signed overflow would be undefined. */
+static irp_status_t irp_binary_i64(const irp_vm_function_t* function, size_t insn_pc, uint8_t opcode,
+                                   int64_t lhs, int64_t rhs, int64_t* out, irp_diag_t* diag) {
+  uint64_t a = (uint64_t)lhs, b = (uint64_t)rhs;
+  switch (opcode) {
+    case IRP_OP_ADD_I64: *out = (int64_t)(a + b); return IRP_OK;
+    case IRP_OP_SUB_I64: *out = (int64_t)(a - b); return IRP_OK;
+    case IRP_OP_MUL_I64: *out = (int64_t)(a * b); return IRP_OK;
+    case IRP_OP_CMP_EQ_I64: *out = lhs == rhs; return IRP_OK;
+    case IRP_OP_CMP_LT_I64: *out = lhs < rhs; return IRP_OK;
+    case IRP_OP_CMP_LE_I64: *out = lhs <= rhs; return IRP_OK;
+    case IRP_OP_CMP_NE_I64: *out = lhs != rhs; return IRP_OK;
+    case IRP_OP_MIN_I64: *out = lhs < rhs ? lhs : rhs; return IRP_OK;
+    case IRP_OP_MAX_I64: *out = lhs > rhs ? lhs : rhs; return IRP_OK;
+    case IRP_OP_AND_I64: *out = (int64_t)(a & b); return IRP_OK;
+    case IRP_OP_OR_I64: *out = (int64_t)(a | b); return IRP_OK;
+    case IRP_OP_XOR_I64: *out = (int64_t)(a ^ b); return IRP_OK;
+    case IRP_OP_SHL_I64: *out = (int64_t)(a << (b & 63u)); return IRP_OK;
+    case IRP_OP_SHR_U_I64: *out = (int64_t)(a >> (b & 63u)); return IRP_OK;
+    case IRP_OP_SHR_I64: {
+      /* Arithmetic shift without relying on implementation-defined >> of negative values. */
+      unsigned shift = (unsigned)(b & 63u);
+      uint64_t shifted = a >> shift;
+      if (lhs < 0 && shift > 0) shifted |= ~(UINT64_MAX >> shift);
+      *out = (int64_t)shifted;
+      return IRP_OK;
+    }
+    default:
+      break;
+  }
+  /* div_i64 and rem_i64. */
+  const char* op = opcode == IRP_OP_DIV_I64 ? "div_i64" : "rem_i64";
+  if (rhs == 0) {
+    return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: bytecode at %zu: %s of %lld by zero", function->name, insn_pc,
+                    op, (long long)lhs);
+  }
+  if (lhs == INT64_MIN && rhs == -1) {
+    if (opcode == IRP_OP_REM_I64) {
+      *out = 0;
+      return IRP_OK;
+    }
+    return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: bytecode at %zu: div_i64 of %lld by -1 overflows",
+                    function->name, insn_pc, (long long)lhs);
+  }
+  *out = opcode == IRP_OP_DIV_I64 ? lhs / rhs : lhs % rhs;
+  return IRP_OK;
+}
+
+/* The running function and everything that changes on call and return. */
+typedef struct irp_vm_cursor_t {
+  int32_t depth; /* frames[0..depth) are the callers */
+  int32_t function_index;
+  const irp_vm_function_t* function;
+  const uint8_t* code;
+  size_t pc;
+  irp_vm_window_t window;
+} irp_vm_cursor_t;
+
+static void irp_enter(const irp_vm_module_t* module, irp_vm_cursor_t* cursor, int32_t function_index,
+                      irp_vm_window_t window) {
+  const irp_vm_function_t* function = &module->functions[function_index];
+  cursor->function_index = function_index;
+  cursor->function = function;
+  cursor->code = function->bytecode;
+  cursor->pc = 0;
+  cursor->window = window;
+  if (function->i64_register_count > 0) memset(window.i64, 0, sizeof(int64_t) * function->i64_register_count);
+  if (function->ref_register_count > 0) {
+    memset(window.refs, 0, sizeof(irp_vm_ref_t) * function->ref_register_count);
+  }
+}
+
+/* `call`: the callee's window follows the caller's; arguments are copied into its registers 0..n-1. */
+static irp_status_t irp_vm_call(const irp_vm_module_t* module, const irp_vm_state_t* state, irp_vm_cursor_t* cursor,
+                             size_t insn_pc, irp_diag_t* diag) {
+  const irp_vm_function_t* function = cursor->function;
+  const irp_vm_window_t* window = &cursor->window;
+  const uint8_t* code = cursor->code;
+  size_t pc = cursor->pc;
+  uint16_t callee_index = READ_U16();
+  const irp_vm_function_t* callee = &module->functions[callee_index];
+  if ((uint32_t)cursor->depth + 1 >= module->call_depth) {
+    return IRP_FAIL(diag, IRP_RUNTIME_FAILURE,
+                    "%s: bytecode at %zu: call of '%s' is deeper than the %" PRIu32 " calls this runtime allows (IRP_MAX_CALL_DEPTH)",
+                    function->name, insn_pc, callee->name, module->call_depth);
+  }
+  irp_vm_window_t callee_window = {window->i64 + function->i64_register_count,
+                                   window->refs + function->ref_register_count};
+  /* Zero the callee's registers first: arguments are read from the caller's, which do not overlap. */
+  irp_vm_frame_t frame = {cursor->function_index, insn_pc, window->i64, window->refs};
+  irp_vm_window_t caller_window = *window;
+  irp_enter(module, cursor, callee_index, callee_window);
+  window = &caller_window;
+  uint8_t i64_count = READ_U8();
+  for (uint8_t i = 0; i < i64_count; ++i) callee_window.i64[i] = I64(READ_U16());
+  uint8_t ref_count = READ_U8();
+  for (uint8_t i = 0; i < ref_count; ++i) {
+    uint16_t index = READ_U16();
+    if (REF(index).data == NULL) return irp_unset_ref(function, insn_pc, "call", index, diag);
+    callee_window.refs[i] = REF(index);
+  }
+  state->frames[cursor->depth++] = frame;
+  return IRP_OK;
+}
+
+/* `ret` or `ret_i64` in a called function: copy the results into the registers the call names,
+ * then continue the caller after its call. */
+static irp_status_t irp_return_to_caller(const irp_vm_module_t* module, const irp_vm_state_t* state,
+                                         irp_vm_cursor_t* cursor, uint8_t opcode, size_t insn_pc,
+                                         irp_diag_t* diag) {
+  const irp_vm_function_t* function = cursor->function;
+  const irp_vm_window_t* window = &cursor->window;
+  const uint8_t* code = cursor->code;
+  size_t pc = cursor->pc;
+  const irp_vm_frame_t* frame = &state->frames[cursor->depth - 1];
+  const irp_vm_function_t* caller = &module->functions[frame->function];
+  /* The call's operands: callee, i64 args, ref args, i64 results, ref results. */
+  size_t at = frame->call_pc + 3;
+  at += 1 + 2 * (size_t)caller->bytecode[at];
+  at += 1 + 2 * (size_t)caller->bytecode[at];
+  const uint8_t* i64_dst = caller->bytecode + at + 1;
+  const uint8_t* ref_dst = i64_dst + 2 * (size_t)caller->bytecode[at] + 1;
+  uint8_t i64_count = opcode == IRP_OP_RET_I64 ? READ_U8() : 0;
+  for (uint8_t i = 0; i < i64_count; ++i) {
+    frame->i64_registers[irp_load_u16(i64_dst + 2 * (size_t)i)] = I64(READ_U16());
+  }
+  uint8_t ref_count = READ_U8();
+  for (uint8_t i = 0; i < ref_count; ++i) {
+    uint16_t index = READ_U16();
+    if (REF(index).data == NULL) return irp_unset_ref(function, insn_pc, "ret", index, diag);
+    frame->ref_registers[irp_load_u16(ref_dst + 2 * (size_t)i)] = REF(index);
+  }
+  irp_vm_window_t caller_window = {frame->i64_registers, frame->ref_registers};
+  cursor->depth -= 1;
+  cursor->function_index = frame->function;
+  cursor->function = caller;
+  cursor->code = caller->bytecode;
+  cursor->window = caller_window;
+  cursor->pc = (size_t)(ref_dst - caller->bytecode) + 2 * (size_t)ref_dst[-1];
+  return IRP_OK;
+}
+
+/* `ret` (or `ret_i64` without i64 outputs) of the function the API called. */
+static irp_status_t irp_return(const irp_vm_function_t* function, const irp_vm_window_t* window,
+                               const uint8_t* code, size_t pc, size_t insn_pc, uint8_t opcode,
                                irp_vm_ref_t* out_results, irp_diag_t* diag) {
+  if (opcode == IRP_OP_RET_I64) pc += 1 + 2 * (size_t)code[pc]; /* no i64 outputs: verified */
   uint8_t count = READ_U8();
   for (uint8_t i = 0; i < count; ++i) {
     uint16_t index = READ_U16();
@@ -127,93 +303,139 @@ static irp_status_t irp_return(const irp_vm_function_t* function, const irp_vm_s
   return IRP_OK;
 }
 
+/* Executes one instruction that neither calls nor returns. */
+static irp_status_t irp_step(const irp_vm_module_t* module, const irp_vm_state_t* state, irp_vm_cursor_t* cursor,
+                             uint8_t opcode, size_t insn_pc, irp_diag_t* diag) {
+  const irp_vm_function_t* function = cursor->function;
+  const irp_vm_window_t* window = &cursor->window;
+  const uint8_t* code = cursor->code;
+  size_t pc = cursor->pc;
+  switch ((irp_opcode_t)opcode) {
+    case IRP_OP_NOP:
+      break;
+    case IRP_OP_FAIL: {
+      int64_t fail_code = READ_I64();
+      return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: fail with code %lld at bytecode %zu", function->name,
+                      (long long)fail_code, insn_pc);
+    }
+    case IRP_OP_CHECK: {
+      int64_t cond = I64(READ_U16());
+      int64_t check_code = READ_I64();
+      if (cond == 0) {
+        return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: check failed with code %lld at bytecode %zu",
+                        function->name, (long long)check_code, insn_pc);
+      }
+      break;
+    }
+    case IRP_OP_BR:
+      pc = READ_U32();
+      break;
+    case IRP_OP_COND_BR: {
+      int64_t cond = I64(READ_U16());
+      uint32_t if_true = READ_U32();
+      uint32_t if_false = READ_U32();
+      pc = cond != 0 ? if_true : if_false;
+      break;
+    }
+    case IRP_OP_CONST_I64: {
+      uint16_t dst = READ_U16();
+      I64(dst) = READ_I64();
+      break;
+    }
+    case IRP_OP_SELECT_I64: {
+      uint16_t dst = READ_U16();
+      int64_t cond = I64(READ_U16());
+      int64_t if_true = I64(READ_U16());
+      int64_t if_false = I64(READ_U16());
+      I64(dst) = cond != 0 ? if_true : if_false;
+      break;
+    }
+    case IRP_OP_ADD_I64: case IRP_OP_SUB_I64: case IRP_OP_MUL_I64: case IRP_OP_CMP_EQ_I64:
+    case IRP_OP_CMP_LT_I64: case IRP_OP_CMP_LE_I64: case IRP_OP_CMP_NE_I64: case IRP_OP_DIV_I64:
+    case IRP_OP_REM_I64: case IRP_OP_MIN_I64: case IRP_OP_MAX_I64: case IRP_OP_AND_I64: case IRP_OP_OR_I64:
+    case IRP_OP_XOR_I64: case IRP_OP_SHL_I64: case IRP_OP_SHR_I64: case IRP_OP_SHR_U_I64: {
+      uint16_t dst = READ_U16();
+      int64_t lhs = I64(READ_U16());
+      int64_t rhs = I64(READ_U16());
+      IRP_RETURN_IF_ERROR(irp_binary_i64(function, insn_pc, opcode, lhs, rhs, &I64(dst), diag));
+      break;
+    }
+    case IRP_OP_BUFFER_ARENA: {
+      uint16_t dst = READ_U16();
+      int64_t offset = READ_I64();
+      int64_t length = READ_I64();
+      irp_vm_ref_t view = {state->arena + offset, (size_t)length, false};
+      REF(dst) = view;
+      break;
+    }
+    case IRP_OP_BUFFER_CONSTANT: {
+      uint16_t dst = READ_U16();
+      const irp_vm_constant_t* constant = &module->constants[READ_U32()];
+      /* A zero-length constant still needs a non-NULL pointer to count as set. */
+      irp_vm_ref_t view = {(uint8_t*)(constant->length > 0 ? constant->data : code), constant->length, true};
+      REF(dst) = view;
+      break;
+    }
+    case IRP_OP_BUFFER_COPY: {
+      uint16_t dst = READ_U16();
+      uint16_t src = READ_U16();
+      IRP_RETURN_IF_ERROR(irp_buffer_copy(function, window, insn_pc, dst, src, diag));
+      break;
+    }
+    case IRP_OP_BUFFER_LOAD_I64: {
+      uint16_t dst = READ_U16();
+      uint16_t src = READ_U16();
+      int64_t offset = I64(READ_U16());
+      IRP_RETURN_IF_ERROR(irp_buffer_i64(function, window, insn_pc, false, src, offset, &I64(dst), diag));
+      break;
+    }
+    case IRP_OP_BUFFER_STORE_I64: {
+      uint16_t dst = READ_U16();
+      int64_t offset = I64(READ_U16());
+      int64_t value = I64(READ_U16());
+      IRP_RETURN_IF_ERROR(irp_buffer_i64(function, window, insn_pc, true, dst, offset, &value, diag));
+      break;
+    }
+    case IRP_OP_BUFFER_LENGTH: {
+      uint16_t dst = READ_U16();
+      uint16_t src = READ_U16();
+      if (REF(src).data == NULL) return irp_unset_ref(function, insn_pc, "buffer_length", src, diag);
+      I64(dst) = (int64_t)REF(src).length;
+      break;
+    }
+    case IRP_OP_DISPATCH:
+      IRP_RETURN_IF_ERROR(irp_dispatch(module, state, window, function, insn_pc, &pc, diag));
+      break;
+    default:
+      /* Unreachable for verified bytecode. */
+      return IRP_FAIL(diag, IRP_INVALID_MODULE, "%s: unknown opcode 0x%02x at %zu", function->name, opcode,
+                      insn_pc);
+  }
+  cursor->pc = pc;
+  return IRP_OK;
+}
+
 irp_status_t irp_vm_invoke(const irp_vm_module_t* module, const irp_vm_state_t* state, int32_t function_index,
                            const irp_vm_ref_t* inputs, irp_vm_ref_t* out_results, irp_diag_t* diag) {
-  const irp_vm_function_t* function = &module->functions[function_index];
-  const uint8_t* code = function->bytecode;
-  if (function->i64_register_count > 0) {
-    memset(state->i64_registers, 0, sizeof(int64_t) * function->i64_register_count);
-  }
-  if (function->ref_register_count > 0) {
-    memset(state->ref_registers, 0, sizeof(irp_vm_ref_t) * function->ref_register_count);
-  }
-  for (int32_t i = 0; i < function->input_count; ++i) REF(i) = inputs[i];
-  size_t pc = 0;
+  irp_vm_cursor_t cursor;
+  irp_vm_window_t root = {state->i64_registers, state->ref_registers};
+  cursor.depth = 0;
+  irp_enter(module, &cursor, function_index, root);
+  for (int32_t i = 0; i < cursor.function->input_count; ++i) root.refs[i] = inputs[i];
   for (;;) {
-    size_t insn_pc = pc;
-    uint8_t opcode = code[pc++];
-    switch ((irp_opcode_t)opcode) {
-      case IRP_OP_NOP:
-        break;
-      case IRP_OP_RET:
-        return irp_return(function, state, code, pc, insn_pc, out_results, diag);
-      case IRP_OP_FAIL: {
-        int64_t fail_code = READ_I64();
-        return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: fail with code %lld at bytecode %zu",
-                        function->name, (long long)fail_code, insn_pc);
-      }
-      case IRP_OP_BR:
-        pc = READ_U32();
-        break;
-      case IRP_OP_COND_BR: {
-        int64_t cond = I64(READ_U16());
-        uint32_t if_true = READ_U32();
-        uint32_t if_false = READ_U32();
-        pc = cond != 0 ? if_true : if_false;
-        break;
-      }
-      case IRP_OP_CONST_I64: {
-        uint16_t dst = READ_U16();
-        I64(dst) = READ_I64();
-        break;
-      }
-      case IRP_OP_ADD_I64:
-      case IRP_OP_SUB_I64:
-      case IRP_OP_MUL_I64:
-      case IRP_OP_CMP_EQ_I64:
-      case IRP_OP_CMP_LT_I64: {
-        uint16_t dst = READ_U16();
-        int64_t lhs = I64(READ_U16());
-        int64_t rhs = I64(READ_U16());
-        /* Wrapping arithmetic through uint64_t: signed overflow would be undefined. */
-        uint64_t a = (uint64_t)lhs, b = (uint64_t)rhs;
-        if (opcode == IRP_OP_ADD_I64) I64(dst) = (int64_t)(a + b);
-        if (opcode == IRP_OP_SUB_I64) I64(dst) = (int64_t)(a - b);
-        if (opcode == IRP_OP_MUL_I64) I64(dst) = (int64_t)(a * b);
-        if (opcode == IRP_OP_CMP_EQ_I64) I64(dst) = lhs == rhs;
-        if (opcode == IRP_OP_CMP_LT_I64) I64(dst) = lhs < rhs;
-        break;
-      }
-      case IRP_OP_BUFFER_ARENA: {
-        uint16_t dst = READ_U16();
-        int64_t offset = READ_I64();
-        int64_t length = READ_I64();
-        irp_vm_ref_t view = {state->arena + offset, (size_t)length, false};
-        REF(dst) = view;
-        break;
-      }
-      case IRP_OP_BUFFER_CONSTANT: {
-        uint16_t dst = READ_U16();
-        const irp_vm_constant_t* constant = &module->constants[READ_U32()];
-        /* A zero-length constant still needs a non-NULL pointer to count as set. */
-        irp_vm_ref_t view = {(uint8_t*)(constant->length > 0 ? constant->data : code), constant->length,
-                             true};
-        REF(dst) = view;
-        break;
-      }
-      case IRP_OP_BUFFER_COPY: {
-        uint16_t dst = READ_U16();
-        uint16_t src = READ_U16();
-        IRP_RETURN_IF_ERROR(irp_buffer_copy(function, state, insn_pc, dst, src, diag));
-        break;
-      }
-      case IRP_OP_DISPATCH:
-        IRP_RETURN_IF_ERROR(irp_dispatch(module, state, function, insn_pc, &pc, diag));
-        break;
-      default:
-        /* Unreachable for verified bytecode. */
-        return IRP_FAIL(diag, IRP_INVALID_MODULE, "%s: unknown opcode 0x%02x at %zu", function->name,
-                        opcode, insn_pc);
+    size_t insn_pc = cursor.pc;
+    uint8_t opcode = cursor.code[cursor.pc++];
+    if (opcode == IRP_OP_CALL) {
+      IRP_RETURN_IF_ERROR(irp_vm_call(module, state, &cursor, insn_pc, diag));
+      continue;
     }
+    if (opcode != IRP_OP_RET && opcode != IRP_OP_RET_I64) {
+      IRP_RETURN_IF_ERROR(irp_step(module, state, &cursor, opcode, insn_pc, diag));
+      continue;
+    }
+    if (cursor.depth == 0) {
+      return irp_return(cursor.function, &cursor.window, cursor.code, cursor.pc, insn_pc, opcode, out_results, diag);
+    }
+    IRP_RETURN_IF_ERROR(irp_return_to_caller(module, state, &cursor, opcode, insn_pc, diag));
   }
 }

@@ -1,6 +1,7 @@
 /* The bytecode interpreter. It runs only verified functions (vm/verifier.h), so it decodes
  * without bounds checks; what it still checks are run-time facts: unset refs, buffer_copy
- * lengths, binding lengths against the entry points' minimums, and kernel results.
+ * lengths, binding lengths against the entry points' minimums, kernel results, division by zero
+ * and overflow, `check`, i64 loads and stores inside their buffers, and the call depth.
  * It never allocates: the registers and the arena come in through irp_vm_state_t. */
 #ifndef IRP_VM_INTERP_H_
 #define IRP_VM_INTERP_H_
@@ -24,12 +25,23 @@ typedef struct irp_vm_entry_profile_t {
   uint64_t nanoseconds;
 } irp_vm_entry_profile_t;
 
-/* Storage for one call, sized at module load: module->max_*_registers registers, and
- * module->arena_size bytes of arena. `profile` is NULL (profiling off) or module->entry_point_count
- * slots indexed by executable->first_entry_index + entry point. */
+/* Where a `call` returns to: the caller, its register windows, and the call instruction (which
+ * names the registers that receive the results). */
+typedef struct irp_vm_frame_t {
+  int32_t function;
+  size_t call_pc;
+  int64_t* i64_registers;
+  irp_vm_ref_t* ref_registers;
+} irp_vm_frame_t;
+
+/* Storage for one call, sized at module load: module->call_depth x module->max_*_registers
+ * registers (each active function's window follows its caller's), module->call_depth frames, and
+ * module->arena_size bytes of arena. `profile` is NULL (profiling off) or
+ * module->entry_point_count slots indexed by executable->first_entry_index + entry point. */
 typedef struct irp_vm_state_t {
   int64_t* i64_registers;
   irp_vm_ref_t* ref_registers;
+  irp_vm_frame_t* frames;
   uint8_t* arena;
   irp_vm_entry_profile_t* profile;
 } irp_vm_state_t;

@@ -22,16 +22,35 @@ typedef enum irp_opcode_e {
   IRP_OP_FAIL = 0x02, /* abort the call with an error carrying code */
   IRP_OP_BR = 0x03, /* pc = dest */
   IRP_OP_COND_BR = 0x04, /* pc = i[cond] != 0 ? if_true : if_false */
+  IRP_OP_CALL = 0x05, /* call function #callee with i[i64_args] and r[args] (counts and kinds match its signature); on return i[i64_results] and r[results] get its outputs */
+  IRP_OP_RET_I64 = 0x06, /* return from a function with i64 outputs: i[i64_results] then the buffers in results, in signature order */
+  IRP_OP_CHECK = 0x07, /* if i[cond] == 0, abort the call with an error carrying code (as fail) */
   IRP_OP_CONST_I64 = 0x10, /* i[dst] = value */
   IRP_OP_ADD_I64 = 0x11, /* i[dst] = i[lhs] + i[rhs] (wrapping) */
   IRP_OP_SUB_I64 = 0x12, /* i[dst] = i[lhs] - i[rhs] (wrapping) */
   IRP_OP_MUL_I64 = 0x13, /* i[dst] = i[lhs] * i[rhs] (wrapping) */
   IRP_OP_CMP_EQ_I64 = 0x14, /* i[dst] = i[lhs] == i[rhs] */
   IRP_OP_CMP_LT_I64 = 0x15, /* i[dst] = i[lhs] < i[rhs] (signed) */
+  IRP_OP_CMP_LE_I64 = 0x16, /* i[dst] = i[lhs] <= i[rhs] (signed) */
+  IRP_OP_CMP_NE_I64 = 0x17, /* i[dst] = i[lhs] != i[rhs] */
+  IRP_OP_DIV_I64 = 0x18, /* i[dst] = i[lhs] / i[rhs] (signed, rounded toward zero); division by zero and INT64_MIN / -1 are run-time errors */
+  IRP_OP_REM_I64 = 0x19, /* i[dst] = i[lhs] % i[rhs] (signed, the sign of lhs; INT64_MIN % -1 = 0); a zero divisor is a run-time error */
+  IRP_OP_MIN_I64 = 0x1a, /* i[dst] = min(i[lhs], i[rhs]) (signed) */
+  IRP_OP_MAX_I64 = 0x1b, /* i[dst] = max(i[lhs], i[rhs]) (signed) */
+  IRP_OP_SELECT_I64 = 0x1c, /* i[dst] = i[cond] != 0 ? i[if_true] : i[if_false] */
   IRP_OP_BUFFER_ARENA = 0x20, /* r[dst] = view of arena bytes [offset, offset + length); the verifier checks it fits the memory plan */
   IRP_OP_BUFFER_CONSTANT = 0x21, /* r[dst] = read-only view of constant #constant, in place in the module */
   IRP_OP_BUFFER_COPY = 0x22, /* copy all of r[src] into r[dst]; the lengths must be equal */
+  IRP_OP_BUFFER_LOAD_I64 = 0x23, /* i[dst] = the little-endian i64 at byte i[offset] of r[src]; outside the buffer is a run-time error */
+  IRP_OP_BUFFER_STORE_I64 = 0x24, /* store i[value] as a little-endian i64 at byte i[offset] of r[dst]; outside the buffer or into a read-only one is a run-time error */
+  IRP_OP_BUFFER_LENGTH = 0x25, /* i[dst] = the length of r[src] in bytes */
   IRP_OP_DISPATCH = 0x30, /* run entry point over the workgroup grid; push constants are i[...] truncated to u32; bindings are r[...] in entry order; each binding must be at least the entry's binding_min_lengths */
+  IRP_OP_AND_I64 = 0x40, /* i[dst] = i[lhs] & i[rhs] */
+  IRP_OP_OR_I64 = 0x41, /* i[dst] = i[lhs] | i[rhs] */
+  IRP_OP_XOR_I64 = 0x42, /* i[dst] = i[lhs] ^ i[rhs] */
+  IRP_OP_SHL_I64 = 0x43, /* i[dst] = i[lhs] << (i[rhs] & 63) (wrapping) */
+  IRP_OP_SHR_I64 = 0x44, /* i[dst] = i[lhs] >> (i[rhs] & 63), arithmetic (sign-filling) */
+  IRP_OP_SHR_U_I64 = 0x45, /* i[dst] = i[lhs] >> (i[rhs] & 63), logical (zero-filling) */
 } irp_opcode_t;
 
 #define IRP_VM_MAX_OPERANDS 8
@@ -50,15 +69,34 @@ typedef struct irp_op_info_t {
   [0x02] = {"fail", 1, 1, {IRP_OPERAND_IMM64}}, \
   [0x03] = {"br", 1, 1, {IRP_OPERAND_TARGET}}, \
   [0x04] = {"cond_br", 3, 1, {IRP_OPERAND_RI, IRP_OPERAND_TARGET, IRP_OPERAND_TARGET}}, \
+  [0x05] = {"call", 5, 0, {IRP_OPERAND_U16, IRP_OPERAND_LIST_RI, IRP_OPERAND_LIST_RR, IRP_OPERAND_LIST_RI, IRP_OPERAND_LIST_RR}}, \
+  [0x06] = {"ret_i64", 2, 1, {IRP_OPERAND_LIST_RI, IRP_OPERAND_LIST_RR}}, \
+  [0x07] = {"check", 2, 0, {IRP_OPERAND_RI, IRP_OPERAND_IMM64}}, \
   [0x10] = {"const_i64", 2, 0, {IRP_OPERAND_RI, IRP_OPERAND_IMM64}}, \
   [0x11] = {"add_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
   [0x12] = {"sub_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
   [0x13] = {"mul_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
   [0x14] = {"cmp_eq_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
   [0x15] = {"cmp_lt_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
+  [0x16] = {"cmp_le_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
+  [0x17] = {"cmp_ne_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
+  [0x18] = {"div_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
+  [0x19] = {"rem_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
+  [0x1a] = {"min_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
+  [0x1b] = {"max_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
+  [0x1c] = {"select_i64", 4, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
   [0x20] = {"buffer_arena", 3, 0, {IRP_OPERAND_RR, IRP_OPERAND_IMM64, IRP_OPERAND_IMM64}}, \
   [0x21] = {"buffer_constant", 2, 0, {IRP_OPERAND_RR, IRP_OPERAND_U32}}, \
   [0x22] = {"buffer_copy", 2, 0, {IRP_OPERAND_RR, IRP_OPERAND_RR}}, \
+  [0x23] = {"buffer_load_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RR, IRP_OPERAND_RI}}, \
+  [0x24] = {"buffer_store_i64", 3, 0, {IRP_OPERAND_RR, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
+  [0x25] = {"buffer_length", 2, 0, {IRP_OPERAND_RI, IRP_OPERAND_RR}}, \
   [0x30] = {"dispatch", 7, 0, {IRP_OPERAND_U16, IRP_OPERAND_U16, IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_LIST_RI, IRP_OPERAND_LIST_RR}}, \
+  [0x40] = {"and_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
+  [0x41] = {"or_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
+  [0x42] = {"xor_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
+  [0x43] = {"shl_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
+  [0x44] = {"shr_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
+  [0x45] = {"shr_u_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
 
 #endif  /* IRP_VM_ISA_GENERATED_H_ */

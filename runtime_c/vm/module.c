@@ -13,7 +13,7 @@
 enum { MODULE_FORMAT_VERSION, MODULE_NAME, MODULE_FUNCTIONS, MODULE_CONSTANTS, MODULE_EXECUTABLES,
        MODULE_MEMORY_PLAN };
 enum { FUNCTION_NAME, FUNCTION_EXPORTED, FUNCTION_INPUTS, FUNCTION_OUTPUTS, FUNCTION_I64_COUNT,
-       FUNCTION_REF_COUNT, FUNCTION_BYTECODE };
+       FUNCTION_REF_COUNT, FUNCTION_BYTECODE, FUNCTION_I64_INPUT_COUNT, FUNCTION_I64_OUTPUT_COUNT };
 enum { SIG_NAME, SIG_DTYPE, SIG_SHAPE };
 enum { CONSTANT_NAME, CONSTANT_DATA };
 enum { ENTRY_NAME, ENTRY_BINDING_COUNT, ENTRY_PUSH_CONSTANT_COUNT, ENTRY_MIN_LENGTHS, ENTRY_CODE_OFFSET };
@@ -108,6 +108,8 @@ static irp_status_t irp_load_function(const irp_allocator_t* allocator, const ir
                                         "output", &out_function->output_count, &out_function->outputs));
   IRP_RETURN_IF_ERROR(irp_fb_u16(fb, table, FUNCTION_I64_COUNT, 0, &out_function->i64_register_count));
   IRP_RETURN_IF_ERROR(irp_fb_u16(fb, table, FUNCTION_REF_COUNT, 0, &out_function->ref_register_count));
+  IRP_RETURN_IF_ERROR(irp_fb_u16(fb, table, FUNCTION_I64_INPUT_COUNT, 0, &out_function->i64_input_count));
+  IRP_RETURN_IF_ERROR(irp_fb_u16(fb, table, FUNCTION_I64_OUTPUT_COUNT, 0, &out_function->i64_output_count));
   IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, FUNCTION_BYTECODE, 1, &bytecode));
   out_function->bytecode = fb->data + bytecode.pos;
   out_function->bytecode_length = bytecode.count;
@@ -115,6 +117,15 @@ static irp_status_t irp_load_function(const irp_allocator_t* allocator, const ir
     return IRP_FAIL(fb->diag, IRP_INVALID_MODULE,
                     "%s: %" PRId32 " inputs do not fit its %u ref registers", out_function->name,
                     out_function->input_count, out_function->ref_register_count);
+  }
+  if (out_function->i64_input_count > out_function->i64_register_count) {
+    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %u i64 inputs do not fit its %u i64 registers",
+                    out_function->name, out_function->i64_input_count, out_function->i64_register_count);
+  }
+  if (out_function->exported && (out_function->i64_input_count > 0 || out_function->i64_output_count > 0)) {
+    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE,
+                    "%s: exported but takes %u and returns %u i64 values; the API passes buffers only",
+                    out_function->name, out_function->i64_input_count, out_function->i64_output_count);
   }
   return IRP_OK;
 }
@@ -330,7 +341,7 @@ static irp_status_t irp_load_module_tables(const irp_allocator_t* allocator, con
   for (int32_t i = 0; i < module->function_count; ++i) {
     IRP_RETURN_IF_ERROR(irp_vm_verify_function(allocator, module, &module->functions[i], fb->diag));
   }
-  return IRP_OK;
+  return irp_vm_compute_call_depth(allocator, module, fb->diag, &module->call_depth);
 }
 
 irp_status_t irp_vm_module_load(const irp_allocator_t* allocator, const uint8_t* data, size_t length,

@@ -31,6 +31,8 @@ typedef struct irp_vm_function_t {
   irp_vm_tensor_sig_t* outputs;
   uint16_t i64_register_count;
   uint16_t ref_register_count;
+  uint16_t i64_input_count;  /* passed by `call` in i64 registers 0..n-1; 0 for exported functions */
+  uint16_t i64_output_count; /* returned by `ret_i64`; 0 for exported functions */
   const uint8_t* bytecode;
   size_t bytecode_length;
 } irp_vm_function_t;
@@ -82,6 +84,9 @@ typedef struct irp_vm_module_t {
   uint64_t arena_size;
   uint16_t max_i64_registers; /* over all functions */
   uint16_t max_ref_registers;
+  /* Register windows a call needs (1 without `call`; IRP_MAX_CALL_DEPTH when recursive or deeper):
+   * the interpreter's state holds call_depth x max_*_registers registers and call_depth frames. */
+  uint32_t call_depth;
 } irp_vm_module_t;
 
 /* Loads and verifies; on failure frees what it built and leaves *out_module zeroed. */

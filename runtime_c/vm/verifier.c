@@ -135,10 +135,42 @@ static irp_status_t irp_check_dispatch(const irp_verify_ctx_t* ctx, const irp_in
   return IRP_OK;
 }
 
+/* One list count of a call or return against what the signature says. */
+static irp_status_t irp_check_count(const irp_verify_ctx_t* ctx, const irp_insn_t* insn, const char* callee,
+                                    const char* what, uint64_t got, uint64_t expected) {
+  if (got == expected) return IRP_OK;
+  return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE, "%s: bytecode at %zu: %s%s%s passes %llu %s, expected %llu",
+                  ctx->function->name, insn->pc, irp_op_info[insn->opcode].name, callee[0] ? " of " : "",
+                  callee, (unsigned long long)got, what, (unsigned long long)expected);
+}
+
+static irp_status_t irp_check_call(const irp_verify_ctx_t* ctx, const irp_insn_t* insn) {
+  uint64_t callee_index = insn->value[0];
+  if (callee_index >= (uint64_t)ctx->module->function_count) {
+    return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
+                    "%s: bytecode at %zu: call of function %llu but the module has %" PRId32,
+                    ctx->function->name, insn->pc, (unsigned long long)callee_index, ctx->module->function_count);
+  }
+  const irp_vm_function_t* callee = &ctx->module->functions[callee_index];
+  IRP_RETURN_IF_ERROR(irp_check_count(ctx, insn, callee->name, "i64 arguments", insn->value[1],
+                                      callee->i64_input_count));
+  IRP_RETURN_IF_ERROR(irp_check_count(ctx, insn, callee->name, "buffer arguments", insn->value[2],
+                                      (uint64_t)callee->input_count));
+  IRP_RETURN_IF_ERROR(irp_check_count(ctx, insn, callee->name, "i64 results", insn->value[3],
+                                      callee->i64_output_count));
+  return irp_check_count(ctx, insn, callee->name, "buffer results", insn->value[4],
+                         (uint64_t)callee->output_count);
+}
+
 /* Checks what the operand table alone cannot: indices into module tables and sizes. */
 static irp_status_t irp_check_semantics(const irp_verify_ctx_t* ctx, const irp_insn_t* insn) {
   switch (insn->opcode) {
     case IRP_OP_RET:
+      if (ctx->function->i64_output_count != 0) {
+        return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
+                        "%s: bytecode at %zu: ret in a function with %u i64 outputs (use ret_i64)",
+                        ctx->function->name, insn->pc, ctx->function->i64_output_count);
+      }
       if (insn->value[0] != (uint64_t)ctx->function->output_count) {
         return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
                         "%s: bytecode at %zu: ret returns %llu values but the function has %" PRId32 " outputs",
@@ -146,6 +178,13 @@ static irp_status_t irp_check_semantics(const irp_verify_ctx_t* ctx, const irp_i
                         ctx->function->output_count);
       }
       return IRP_OK;
+    case IRP_OP_RET_I64:
+      IRP_RETURN_IF_ERROR(irp_check_count(ctx, insn, "", "i64 results", insn->value[0],
+                                          ctx->function->i64_output_count));
+      return irp_check_count(ctx, insn, "", "buffer results", insn->value[1],
+                             (uint64_t)ctx->function->output_count);
+    case IRP_OP_CALL:
+      return irp_check_call(ctx, insn);
     case IRP_OP_BUFFER_ARENA:
       return irp_check_arena(ctx, insn);
     case IRP_OP_BUFFER_CONSTANT:
@@ -209,4 +248,53 @@ irp_status_t irp_vm_verify_function(const irp_allocator_t* allocator, const irp_
   irp_status_t status = irp_verify_with_map(&ctx, starts);
   irp_free(allocator, starts);
   return status;
+}
+
+/* Size of the verified instruction at pc: the decoder's walk without its checks. */
+static size_t irp_insn_size(const uint8_t* code, size_t pc) {
+  const irp_op_info_t* info = &irp_op_info[code[pc]];
+  size_t at = pc + 1;
+  for (unsigned i = 0; i < info->operand_count; ++i) {
+    unsigned kind = info->operands[i];
+    if (kind == IRP_OPERAND_LIST_RI || kind == IRP_OPERAND_LIST_RR) at += 1 + 2 * (size_t)code[at];
+    else if (kind == IRP_OPERAND_IMM64) at += 8;
+    else if (kind == IRP_OPERAND_U32 || kind == IRP_OPERAND_TARGET) at += 4;
+    else at += 2;
+  }
+  return at - pc;
+}
+
+/* One relaxation round: depth[f] = max(depth[f], 1 + depth[callee]) over every call in f, capped
+ * just above the limit. Returns whether anything changed. */
+static bool irp_relax_call_depths(const irp_vm_module_t* module, uint32_t* depths) {
+  bool changed = false;
+  for (int32_t f = 0; f < module->function_count; ++f) {
+    const irp_vm_function_t* function = &module->functions[f];
+    for (size_t pc = 0; pc < function->bytecode_length; pc += irp_insn_size(function->bytecode, pc)) {
+      if (function->bytecode[pc] != IRP_OP_CALL) continue;
+      uint32_t through = depths[irp_load_u16(function->bytecode + pc + 1)] + 1;
+      if (through > IRP_MAX_CALL_DEPTH + 1u) through = IRP_MAX_CALL_DEPTH + 1u;
+      if (through > depths[f]) depths[f] = through, changed = true;
+    }
+  }
+  return changed;
+}
+
+irp_status_t irp_vm_compute_call_depth(const irp_allocator_t* allocator, const irp_vm_module_t* module,
+                                       irp_diag_t* diag, uint32_t* out_depth) {
+  *out_depth = 1;
+  if (module->function_count == 0) return IRP_OK;
+  uint32_t* depths = NULL;
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, (size_t)module->function_count, sizeof(uint32_t), 8, diag,
+                                          (void**)&depths));
+  for (int32_t f = 0; f < module->function_count; ++f) depths[f] = 1;
+  /* Depths only grow and are capped, so this ends within IRP_MAX_CALL_DEPTH + 1 rounds. */
+  for (int round = 0; round <= IRP_MAX_CALL_DEPTH && irp_relax_call_depths(module, depths); ++round) {
+  }
+  for (int32_t f = 0; f < module->function_count; ++f) {
+    if (depths[f] > *out_depth) *out_depth = depths[f];
+  }
+  if (*out_depth > IRP_MAX_CALL_DEPTH) *out_depth = IRP_MAX_CALL_DEPTH;
+  irp_free(allocator, depths);
+  return IRP_OK;
 }

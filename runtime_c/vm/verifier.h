@@ -13,4 +13,10 @@
 irp_status_t irp_vm_verify_function(const irp_allocator_t* allocator, const irp_vm_module_t* module,
                                     const irp_vm_function_t* function, irp_diag_t* diag);
 
+/* After every function verified: how many register windows a call can need (module->call_depth):
+ * the longest chain of `call`s plus one, or IRP_MAX_CALL_DEPTH when the call graph is recursive
+ * or deeper than that (the interpreter then stops a call beyond the limit with an error). */
+irp_status_t irp_vm_compute_call_depth(const irp_allocator_t* allocator, const irp_vm_module_t* module,
+                                       irp_diag_t* diag, uint32_t* out_depth);
+
 #endif /* IRP_VM_VERIFIER_H_ */

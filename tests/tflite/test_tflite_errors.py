@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from harness import complete_shapes
+from tflite_harness import complete_shapes
 from tflite_writer import TfliteModel
 
 import iree_py

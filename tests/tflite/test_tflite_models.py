@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 import pytest
-from harness import assert_close, check, complete_shapes, random_inputs, run_tflite
+from tflite_harness import assert_close, check, complete_shapes, random_inputs, run_tflite
 from tflite_writer import TfliteModel
 
 import iree_py

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from harness import check
+from tflite_harness import check
 from tflite_writer import TfliteModel
 
 from iree_py.frontends.tflite.schema import (

@@ -3,7 +3,7 @@
     m = TfliteModel()
     x = m.input("x", (1, 8, 8, 3))
     w = m.const("w", weights)                       # float32 (or any numpy dtype) constant
-    y = m.tensor("y")                                # shape filled in by `complete_shapes` (harness)
+    y = m.tensor("y")                                # shape filled in by `complete_shapes` (tflite_harness)
     m.op("CONV_2D", [x, w, -1], [y], Conv2DOptionsT(...))   # -1: an absent optional input
     m.output(y)
     data = m.build()

@@ -18,9 +18,8 @@ import onnx.numpy_helper
 
 from iree_py.errors import CompileError
 from iree_py.frontends.onnx_ops import CONVERTERS
-from iree_py.ir.build import NameTable, make_node
+from iree_py.ir.build import NameTable, fold_or_append, make_node
 from iree_py.ir.graph import Graph, Value
-from iree_py.ir.reference import KERNELS
 from iree_py.ir.types import DType, TensorType
 from iree_py.ir.verifier import verify
 
@@ -180,12 +179,7 @@ class OnnxContext:
             node = make_node(self.names, op, inputs, attrs, self.node_name, out_hint=hint, out_name=name)
         except ValueError as e:
             raise self.error(str(e).split("): ", 1)[-1]) from None
-        result = node.outputs[0]
-        if all(v.is_const for v in inputs):
-            array = KERNELS[op]([v.const for v in inputs], node.attrs)
-            return Value(result.name, result.type, const=np.asarray(array, dtype=result.type.dtype.numpy))
-        self.graph_nodes.append(node)
-        return result
+        return fold_or_append(node, self.graph_nodes)
 
 
 def import_onnx(model: str | Path | bytes | onnx.ModelProto, dims: dict[str, int] | None = None) -> Graph:

@@ -7,6 +7,7 @@ import numpy as np
 
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.ops import infer_types
+from iree_py.ir.reference import KERNELS
 from iree_py.ir.types import DType, TensorType
 
 
@@ -54,3 +55,15 @@ def make_node(names: NameTable, op: str, inputs: list[Value], attrs: dict[str, A
                           names.fresh(hint if i == 0 else f"{hint}_{i}"), t, producer=node)
                     for i, t in enumerate(types)]
     return node
+
+
+def fold_or_append(node: Node, nodes: list[Node]) -> Value:
+    """The frontends' last step for a new node: when every input is a constant, its (first) result
+    evaluated now by the reference kernel, as a constant; otherwise the node appended to `nodes`
+    and its first result."""
+    result = node.outputs[0]
+    if all(v.is_const for v in node.inputs):
+        array = KERNELS[node.op]([v.const for v in node.inputs], node.attrs)
+        return Value(result.name, result.type, const=np.asarray(array, dtype=result.type.dtype.numpy))
+    nodes.append(node)
+    return result

@@ -16,9 +16,8 @@ from iree_py.frontends.tflite import reader
 from iree_py.frontends.tflite.schema.Model import ModelT
 from iree_py.frontends.tflite.schema.Operator import OperatorT
 from iree_py.frontends.tflite.schema.TensorType import TensorType as TflType
-from iree_py.ir.build import NameTable, make_node
+from iree_py.ir.build import NameTable, fold_or_append, make_node
 from iree_py.ir.graph import Graph, Value
-from iree_py.ir.reference import KERNELS
 from iree_py.ir.types import DType, TensorType
 from iree_py.ir.verifier import verify
 
@@ -145,12 +144,7 @@ class TfliteContext:
                              out_hint=hint, out_name=name)
         except ValueError as e:
             raise self.error(str(e).split("): ", 1)[-1]) from None
-        result = node.outputs[0]
-        if all(v.is_const for v in inputs):
-            array = KERNELS[op]([v.const for v in inputs], node.attrs)
-            return Value(result.name, result.type, const=np.asarray(array, dtype=result.type.dtype.numpy))
-        self.graph_nodes.append(node)
-        return result
+        return fold_or_append(node, self.graph_nodes)
 
     def reshape(self, v: Value, shape: tuple[int, ...], out: int | None = None) -> Value:
         if tuple(v.type.shape) == tuple(shape) and out is None:

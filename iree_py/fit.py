@@ -51,6 +51,7 @@ _BINDING_BYTES = 8               # one minimum length
 _I64_REGISTER_BYTES = 8
 _REF_REGISTER_BYTES = 24
 _ALLOCATION_PADDING = 64         # the arena's alignment, and slack per allocation
+_MAX_CALL_DEPTH = 32             # IRP_MAX_CALL_DEPTH's default (runtime_c/base/config.h)
 
 
 def module_state_bytes(module: mod.Module) -> int:
@@ -59,11 +60,14 @@ def module_state_bytes(module: mod.Module) -> int:
     signatures = sum(len(f.inputs) + len(f.outputs) for f in module.functions)
     i64_registers = max((f.i64_register_count for f in module.functions), default=0)
     ref_registers = max((f.ref_register_count for f in module.functions), default=0)
+    # The runtime keeps one register window per call level: one for a module without callees (every
+    # function exported), at most IRP_MAX_CALL_DEPTH otherwise (the bound it uses for recursion).
+    levels = 1 if all(f.exported for f in module.functions) else _MAX_CALL_DEPTH
     allocations = 8 + 2 * len(module.functions) + len(entries)
     return (signatures * _SIGNATURE_BYTES + len(module.functions) * _FUNCTION_BYTES
             + len(module.constants) * _CONSTANT_BYTES + len(module.executables) * _EXECUTABLE_BYTES
             + len(entries) * _ENTRY_POINT_BYTES + sum(e.binding_count for e in entries) * _BINDING_BYTES
-            + i64_registers * _I64_REGISTER_BYTES + ref_registers * _REF_REGISTER_BYTES
+            + levels * (i64_registers * _I64_REGISTER_BYTES + ref_registers * _REF_REGISTER_BYTES)
             + allocations * _ALLOCATION_PADDING)
 
 

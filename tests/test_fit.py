@@ -39,3 +39,13 @@ def test_cli_reports_flash_shortfall(tmp_path):
     assert r.returncode == 1
     assert "flash: the module needs" in r.stderr and "--flash is 16,384" in r.stderr and "bytes over" in r.stderr
     assert not (tmp_path / "m.vmfb").exists()
+
+
+def test_modules_with_callees_reserve_a_register_window_per_call_level():
+    from iree_py.fit import module_state_bytes
+    from iree_py.module.model import Function, Module
+    main = Function("main", [], [], 10, 4, b"", exported=True)
+    helper = Function("helper", [], [], 10, 4, b"", exported=False)
+    flat, with_callee = Module("m", [main]), Module("m", [main, helper])
+    one_window = 10 * 8 + 4 * 24
+    assert module_state_bytes(with_callee) - module_state_bytes(flat) >= 31 * one_window

@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,6 +18,9 @@ from iree_py.errors import IreePyError, IreeRuntimeError
 from iree_py.module.model import Function, Module
 from iree_py.runtime import capi
 from iree_py.runtime.build import runner_for
+
+if TYPE_CHECKING:
+    from iree_py.runtime.serial_device import SerialDevice
 
 HOST_ARCH = {"x86_64": "x86_64", "AMD64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}[platform.machine()]
 
@@ -187,7 +191,7 @@ class QemuDevice:
                     for i, s in enumerate(fn.outputs)]
 
 
-def open_device(device: str, image: np.ndarray, module: Module) -> LocalDevice | QemuDevice:
+def open_device(device: str, image: np.ndarray, module: Module) -> LocalDevice | QemuDevice | SerialDevice:
     archs = [e.arch for e in module.executables]
     arch = archs[0] if archs else HOST_ARCH
     if device in ("local", "host"):

@@ -21,7 +21,7 @@ from iree_py.passes.pipeline import run_pipeline
 from iree_py.vm.memory_plan import plan_memory
 from onnx import TensorProto, helper
 
-from conftest import f32
+from tests.codegen.conftest import f32
 
 FLAT_TARGETS = ["cortex-m4", "cortex-m7", "riscv32"]
 HOST_FLAT = dataclasses.replace(load_target("x86_64"), executable_format="flat")

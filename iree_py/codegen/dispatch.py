@@ -34,6 +34,7 @@ DIRECT_KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     "Reduce": ("reduce", ("kind", "axes", "keepdims")),
     "LRN": ("lrn", ("size", "alpha", "beta", "bias")),
     "Transpose": ("transpose", ("perm",)),
+    "Slice": ("slice", ("starts", "ends", "steps")),
     "Concat": ("concat", ("axis",)),
 }
 EPILOGUE_ROOTS = ("Conv", "MatMul")

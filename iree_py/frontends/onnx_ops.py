@@ -371,6 +371,86 @@ def transpose(ctx: "OnnxContext") -> list[Value]:
     return [ctx.emit("Transpose", [x], {"perm": perm}, out=0)]
 
 
+def normalize_slice(dim: int, start: int, end: int, step: int) -> tuple[int, int]:
+    """ONNX Slice clamping for one axis: negative indices count from the end, out-of-range ones
+    (INT_MAX included) clamp; an empty range becomes end == start (docs/ir.md, Slice)."""
+    start = start + dim if start < 0 else start
+    end = end + dim if end < 0 else end
+    if step > 0:
+        start, end = min(max(start, 0), dim), min(max(end, 0), dim)
+        return start, max(end, start)
+    start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
+    return start, min(end, start)
+
+
+def _slice_lists(ctx: "OnnxContext") -> tuple[list[int], list[int], list[int], list[int]]:
+    """(starts, ends, axes, steps) as the node gives them: attributes before opset 10, constant inputs after."""
+    if ctx.opset < 10:
+        starts, ends = ([int(v) for v in ctx.attr(k, [])] for k in ("starts", "ends"))
+        axes = ctx.attr("axes")
+        axes = list(range(len(starts))) if axes is None else [int(a) for a in axes]
+        return starts, ends, axes, [1] * len(starts)
+    starts = [int(v) for v in ctx.const_input(1, "starts").reshape(-1)]
+    ends = [int(v) for v in ctx.const_input(2, "ends").reshape(-1)]
+    axes = [int(v) for v in ctx.const_input(3, "axes").reshape(-1)] if ctx.has_input(3) else list(range(len(starts)))
+    steps = [int(v) for v in ctx.const_input(4, "steps").reshape(-1)] if ctx.has_input(4) else [1] * len(starts)
+    return starts, ends, axes, steps
+
+
+def slice_(ctx: "OnnxContext") -> list[Value]:
+    x = ctx.input(0)
+    shape = _shape(x)
+    starts, ends, axes, steps = _slice_lists(ctx)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise ctx.error(f"starts {starts}, ends {ends}, axes {axes} and steps {steps} differ in length")
+    axes = [_axis(ctx, a, len(shape), "axes") for a in axes]
+    if len(set(axes)) != len(axes):
+        raise ctx.bad_attr("axes", axes, "an axis is repeated")
+    if 0 in steps:
+        raise ctx.error(f"steps {steps} contain 0")
+    full = {"starts": [0] * len(shape), "ends": list(shape), "steps": [1] * len(shape)}
+    for axis, start, end, step in zip(axes, starts, ends, steps):
+        full["starts"][axis], full["ends"][axis] = normalize_slice(shape[axis], start, end, step)
+        full["steps"][axis] = step
+    if full == {"starts": [0] * len(shape), "ends": list(shape), "steps": [1] * len(shape)}:
+        return [x]
+    return [ctx.emit("Slice", [x], full, out=0)]
+
+
+def _split_sizes(ctx: "OnnxContext", dim: int) -> list[int]:
+    count = len(ctx.node.output)
+    if ctx.opset < 13 and ctx.attr("split") is not None:
+        return [int(v) for v in ctx.attr("split")]
+    if ctx.opset >= 13 and ctx.has_input(1):
+        return [int(v) for v in ctx.const_input(1, "split").reshape(-1)]
+    if ctx.opset >= 18:
+        count = int(ctx.attr("num_outputs", count))
+        part = -(-dim // count)
+        return [part] * (dim // part) + ([dim % part] if dim % part else [])
+    if dim % count:
+        raise ctx.error(f"axis size {dim} does not split evenly into {count} outputs")
+    return [dim // count] * count
+
+
+def split(ctx: "OnnxContext") -> list[Value]:
+    x = ctx.input(0)
+    shape = _shape(x)
+    axis = _axis(ctx, int(ctx.attr("axis", 0)), len(shape))
+    sizes = _split_sizes(ctx, shape[axis])
+    if sum(sizes) != shape[axis] or any(n < 0 for n in sizes) or len(sizes) != len(ctx.node.output):
+        raise ctx.error(f"split sizes {sizes} must be {len(ctx.node.output)} non-negative sizes summing to "
+                        f"axis {axis} of {x.type}")
+    if len(sizes) == 1:
+        return [x]
+    results, offset = [], 0
+    for i, n in enumerate(sizes):
+        attrs = {"starts": [0] * len(shape), "ends": list(shape), "steps": [1] * len(shape)}
+        attrs["starts"][axis], attrs["ends"][axis] = offset, offset + n
+        results.append(ctx.emit("Slice", [x], attrs, out=i))
+        offset += n
+    return results
+
+
 def _axes(ctx: "OnnxContext") -> list[int] | None:
     if ctx.opset < 13:
         axes = ctx.attr("axes")
@@ -498,6 +578,8 @@ CONVERTERS: dict[str, Converter] = {
     "Reshape": reshape,
     "Flatten": flatten,
     "Transpose": transpose,
+    "Slice": slice_,
+    "Split": split,
     "Softmax": softmax,
     "LogSoftmax": _softmax_like("LogSoftmax"),
     "Hardmax": _softmax_like("Hardmax"),

@@ -154,6 +154,34 @@ def _transpose(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorTy
     return [TensorType(inputs[0].dtype, tuple(x[p] for p in perm))]
 
 
+def slice_length(dim: int, start: int, end: int, step: int) -> int:
+    """Elements a normalized slice start:end:step takes along an axis of size dim (docs/ir.md)."""
+    if step > 0:
+        if not 0 <= start <= end <= dim:
+            raise ValueError(f"step {step} wants 0 <= start {start} <= end {end} <= dim {dim}")
+        return -(-(end - start) // step)
+    if step < 0:
+        if not -1 <= end <= start < dim and not (start == end == -1):
+            raise ValueError(f"step {step} wants -1 <= end {end} <= start {start} < dim {dim}")
+        return -(-(start - end) // -step)
+    raise ValueError("step 0 is not allowed")
+
+
+def _slice(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    x = _static(inputs[0])
+    starts, ends, steps = (list(attrs[k]) for k in ("starts", "ends", "steps"))
+    if not len(starts) == len(ends) == len(steps) == len(x):
+        raise ValueError(f"Slice starts {starts}, ends {ends}, steps {steps} must each have one entry per axis of "
+                         f"{inputs[0]}")
+    shape = []
+    for axis, (dim, start, end, step) in enumerate(zip(x, starts, ends, steps)):
+        try:
+            shape.append(slice_length(dim, int(start), int(end), int(step)))
+        except ValueError as e:
+            raise ValueError(f"Slice axis {axis} of {inputs[0]}: {e}") from None
+    return [TensorType(inputs[0].dtype, tuple(shape))]
+
+
 def _softmax(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
     if not 0 <= attrs["axis"] < inputs[0].rank:
         raise ValueError(f"axis {attrs['axis']} out of range for {inputs[0]}")
@@ -207,6 +235,7 @@ _DEFS = [
     OpDef("Concat", ("axis",), 1, None, _concat),
     OpDef("Reshape", ("shape",), 1, 1, _reshape),
     OpDef("Transpose", ("perm",), 1, 1, _transpose),
+    OpDef("Slice", ("ends", "starts", "steps"), 1, 1, _slice),
     OpDef("Softmax", ("axis",), 1, 1, _softmax),
     OpDef("LogSoftmax", ("axis",), 1, 1, _softmax),
     OpDef("Hardmax", ("axis",), 1, 1, _softmax),
@@ -215,7 +244,7 @@ _DEFS = [
 
 OPS: dict[str, OpDef] = {d.name: d for d in _DEFS}
 ELEMENTWISE_OPS = frozenset(d.name for d in _DEFS if d.elementwise)
-FLOAT_ONLY_OPS = frozenset(OPS) - {"Reshape", "Transpose", "Concat"}
+FLOAT_ONLY_OPS = frozenset(OPS) - {"Reshape", "Transpose", "Concat", "Slice"}
 
 
 def infer_types(op: str, inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:

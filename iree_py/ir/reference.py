@@ -218,6 +218,15 @@ ELEMENTWISE_KERNELS: dict[str, Kernel] = {
     "PRelu": _f64(lambda x, slope: np.where(x < 0, x * slope, x)), "Mod": _f64(np.fmod),
 }
 
+def slice_(ins: list[np.ndarray], a: dict) -> np.ndarray:
+    """Normalized Slice: indices start, start + step, ... short of end (end -1 with a negative step:
+    through index 0)."""
+    x = ins[0]
+    for axis, (start, end, step) in enumerate(zip(a["starts"], a["ends"], a["steps"])):
+        x = np.take(x, np.arange(start, end, step, dtype=np.int64), axis=axis)
+    return x
+
+
 KERNELS: dict[str, Kernel] = {
     **ELEMENTWISE_KERNELS,
     "Conv": conv,
@@ -240,6 +249,7 @@ KERNELS: dict[str, Kernel] = {
     "Concat": lambda ins, a: np.concatenate(ins, axis=a["axis"]),
     "Reshape": lambda ins, a: ins[0].reshape(a["shape"]),
     "Transpose": lambda ins, a: np.transpose(ins[0], a["perm"]),
+    "Slice": slice_,
     "Softmax": softmax,
     "LogSoftmax": log_softmax,
     "Hardmax": hardmax,

@@ -59,3 +59,40 @@ def test_bad_shapes_are_rejected() -> None:
     with pytest.raises(ValueError, match="sum to 6"):
         build_executable([KernelSpec("c", "concat", (x, x), (TensorType(DType.f32, (2, 5)),), {"axis": 1})],
                          load_target("host"))
+
+
+SLICES = [  # (shape, starts, ends, steps)
+    ((4, 5, 6), (1, 0, 2), (3, 5, 6), (1, 1, 1)),          # inner rows contiguous
+    ((4, 5, 6), (0, 4, 5), (4, -1, -1), (1, -1, -2)),      # reversed axes, negative strides
+    ((3, 8, 9), (2, 1, 0), (-1, 8, 9), (-2, 3, 4)),        # steps on every axis
+    ((2, 3, 40), (0, 0, 3), (2, 3, 37), (1, 1, 1)),        # long contiguous runs (vector copy)
+    ((5, 7), (4, 6), (-1, -1), (-1, -1)),                  # full reversal
+    ((4, 6), (1, 2), (1, 6), (1, 1)),                      # empty output
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.int8])
+def test_slice_matches_numpy(dtype) -> None:
+    from iree_py.ir.reference import slice_
+    specs, inputs, wants = [], [], []
+    for k, (shape, starts, ends, steps) in enumerate(SLICES):
+        x = (np.arange(np.prod(shape)) % 113 - 50).astype(dtype).reshape(shape)
+        want = slice_([x], {"starts": starts, "ends": ends, "steps": steps})
+        index = tuple(slice(s, None if e < 0 else e, st) for s, e, st in zip(starts, ends, steps))
+        np.testing.assert_array_equal(want, x[index])  # the reference itself against numpy slicing
+        specs.append(KernelSpec(f"s{k}", "slice", (_t(x),), (_t(want),),
+                                {"starts": starts, "ends": ends, "steps": steps}))
+        inputs.append([x])
+        wants.append(want)
+    for spec, (got,), want in zip(specs, run_kernels(specs, inputs), wants):
+        np.testing.assert_array_equal(got, want, err_msg=spec.name)
+
+
+def test_slice_kernel_rejects_wrong_output() -> None:
+    x = TensorType(DType.f32, (4, 6))
+    with pytest.raises(ValueError, match=r"axis 1: 0:6:2 of 6 gives 3, output has 6"):
+        build_executable([KernelSpec("s", "slice", (x,), (x,), {"starts": (0, 0), "ends": (4, 6), "steps": (1, 2)})],
+                         load_target("host"))
+    with pytest.raises(ValueError, match=r"step 0 is not allowed"):
+        build_executable([KernelSpec("s", "slice", (x,), (x,), {"starts": (0, 0), "ends": (4, 6), "steps": (1, 0)})],
+                         load_target("host"))

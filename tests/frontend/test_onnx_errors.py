@@ -85,3 +85,27 @@ def test_integer_compute_rejected_by_final_check() -> None:
     graph = import_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]))
     with pytest.raises(CompileError, match=r"node 'r' \(Relu\): unsupported dtype i32"):
         run_pipeline(graph)
+
+
+def test_slice_with_computed_starts_is_refused() -> None:
+    nodes = [helper.make_node("Relu", ["s_in"], ["s"]), helper.make_node("Slice", ["x", "s", "e"], ["y"], name="sl")]
+    m = model(nodes, {"x": (4, 5), "s_in": (1,)}, ["y"], 13, {"e": np.array([3], np.int64)})
+    with pytest.raises(CompileError, match=r"node 'sl' \(op Slice, opset 13\): starts \(input 1, 's'\) must be a "
+                                           r"constant; iree-py needs static shapes"):
+        import_onnx(m)
+
+
+def test_slice_with_zero_step_is_refused() -> None:
+    node = helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"], name="sl")
+    inits = {"s": np.array([0], np.int64), "e": np.array([3], np.int64), "a": np.array([1], np.int64),
+             "st": np.array([0], np.int64)}
+    with pytest.raises(CompileError, match=r"node 'sl' \(op Slice, opset 13\): steps \[0\] contain 0"):
+        import_onnx(model([node], {"x": (4, 5)}, ["y"], 13, inits))
+
+
+def test_split_sizes_must_add_up() -> None:
+    node = helper.make_node("Split", ["x", "split"], ["a", "b"], name="sp", axis=1)
+    m = model([node], {"x": (2, 6)}, ["a", "b"], 13, {"split": np.array([2, 3], np.int64)})
+    with pytest.raises(CompileError, match=r"node 'sp' \(op Split, opset 13\): split sizes \[2, 3\] must be 2 "
+                                           r"non-negative sizes summing to axis 1"):
+        import_onnx(m)

@@ -390,3 +390,72 @@ def test_reduce_non_contiguous_axes_become_transpose_then_reduce() -> None:
     g = import_onnx(_reduce_model("ReduceMean", 18, [0, 2], 1))
     assert [n.op for n in g.nodes] == ["Transpose", "Reduce", "Reshape"]
     assert g.nodes[1].attrs == {"kind": "mean", "axes": [1, 2], "keepdims": 0}
+
+
+INT_MAX, INT_MIN = 2 ** 63 - 1, -(2 ** 63)
+SLICES = {  # name: (starts, ends, axes, steps); input shape (4, 5, 6)
+    "prefix": ([1], [3], [0], [1]),
+    "negative_indices": ([-4, -2], [-1, INT_MAX], [1, 2], [1, 1]),
+    "out_of_range_clamps": ([-100, 2], [100, 1000], [0, -1], [1, 1]),
+    "steps": ([0, 1, 5], [4, 5, 0], [0, 1, 2], [3, 2, -2]),
+    "reverse_all": ([-1, INT_MAX], [INT_MIN, -100], [1, 0], [-1, -1]),
+    "negative_step_partial": ([4, 3], [0, -7], [2, 1], [-3, -1]),
+    "empty": ([3], [1], [0], [1]),
+    "empty_negative_step": ([1], [3], [2], [-1]),
+}
+
+
+@pytest.mark.parametrize("opset", [9, 10, 13, NEWEST])
+@pytest.mark.parametrize("case", sorted(SLICES))
+def test_slice(opset: int, case: str) -> None:
+    starts, ends, axes, steps = SLICES[case]
+    if opset < 10:
+        if any(s != 1 for s in steps):
+            pytest.skip("steps need opset 10")
+        node = helper.make_node("Slice", ["x"], ["y"], starts=starts, ends=ends, axes=axes)
+        check_against_onnxruntime(model([node], {"x": (4, 5, 6)}, ["y"], opset))
+        return
+    inits = {k: np.array(v, np.int64) for k, v in zip(("s", "e", "a", "st"), (starts, ends, axes, steps))}
+    node = helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"])
+    check_against_onnxruntime(model([node], {"x": (4, 5, 6)}, ["y"], opset, inits))
+
+
+def test_slice_of_whole_tensor_emits_nothing() -> None:
+    node = helper.make_node("Slice", ["x", "s", "e"], ["y"])
+    m = model([node, helper.make_node("Relu", ["y"], ["z"])], {"x": (2, 3)}, ["z"], 13,
+              {"s": np.array([0, 0], np.int64), "e": np.array([INT_MAX, 3], np.int64)})
+    from iree_py.frontends.onnx import import_onnx
+    assert [n.op for n in import_onnx(m).nodes] == ["Relu"]
+
+
+def test_slice_of_shape_folds_to_a_constant() -> None:
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Slice", ["shape", "s", "e"], ["hw"]),
+             helper.make_node("Concat", ["minus1", "hw"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["y"])]
+    inits = {"s": np.array([2], np.int64), "e": np.array([INT_MAX], np.int64), "minus1": np.array([-1], np.int64)}
+    m = model(nodes, {"x": (2, 3, 4, 5)}, ["y"], 13, inits)
+    from iree_py.frontends.onnx import import_onnx
+    g = import_onnx(m)
+    assert [(n.op, n.attrs) for n in g.nodes] == [("Reshape", {"shape": [6, 4, 5]})]
+    check_against_onnxruntime(m)
+
+
+@pytest.mark.parametrize("opset", [11, 13, NEWEST])
+@pytest.mark.parametrize("sizes", [None, [1, 4, 1]])
+def test_split(opset: int, sizes: list[int] | None) -> None:
+    inits, ins, attrs = {}, ["x"], {"axis": -2}
+    if sizes is not None and opset < 13:
+        attrs["split"] = sizes
+    elif sizes is not None:
+        inits["split"] = np.array(sizes, np.int64)
+        ins.append("split")
+    elif opset >= 18:
+        attrs["num_outputs"] = 3
+    node = helper.make_node("Split", ins, ["a", "b", "c"], **attrs)
+    check_against_onnxruntime(model([node], {"x": (2, 6, 3)}, ["a", "b", "c"], opset, inits))
+
+
+def test_split_num_outputs_uneven() -> None:
+    node = helper.make_node("Split", ["x"], ["a", "b", "c"], axis=1, num_outputs=3)
+    check_against_onnxruntime(model([node], {"x": (2, 7)}, ["a", "b", "c"], 18))

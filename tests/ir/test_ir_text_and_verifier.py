@@ -101,3 +101,16 @@ def test_print_ir_after() -> None:
     assert len(everything) == 8
     with pytest.raises(CompileError, match="unknown pass"):
         run_pipeline(g, {"no-such-pass"})
+
+
+def test_slice_text_round_trips_and_verifier_checks_normalized_attrs() -> None:
+    text = ('graph @main(%x: tensor<4x5xf32>) -> (%y) {\n'
+            '  %y = Slice(%x) {ends = [4, -1], starts = [1, 4], steps = [2, -2]} : tensor<2x3xf32>  // name: "s"\n'
+            '  return %y\n}\n')
+    g = parse_graph(text)
+    assert print_graph(g) == text
+    verify(g)
+    bad = text.replace("starts = [1, 4]", "starts = [1, 5]")
+    with pytest.raises(CompileError, match=r"node 's' \(Slice\): Slice axis 1 of tensor<4x5xf32>: step -2 wants "
+                                           r"-1 <= end -1 <= start 5 < dim 5"):
+        verify(parse_graph(bad))

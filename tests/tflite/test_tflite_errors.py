@@ -9,7 +9,7 @@ from tflite_writer import TfliteModel
 import iree_py
 from iree_py.errors import CompileError
 from iree_py.frontends.tflite import import_tflite
-from iree_py.frontends.tflite.schema import AddOptions, Conv2DOptions
+from iree_py.frontends.tflite.schema import AddOptions, Conv2DOptions, StridedSliceOptions
 from test_tflite_ops import options, rand, single_op
 
 
@@ -95,3 +95,11 @@ def test_fused_activation_applied_to_concatenation():
     a, b = rand(2, 3) * 5, rand(2, 3) * 5
     (y,) = evaluate(import_tflite(m.build()), [a, b])
     np.testing.assert_array_equal(y, np.clip(np.concatenate([a, b], axis=1), 0, 6))
+
+
+def test_strided_slice_ellipsis_mask_is_refused():
+    m = single_op("STRIDED_SLICE", [(2, 3, 4)], [np.array(v, np.int32) for v in ([0, 1], [2, 3], [1, 1])],
+                  options(StridedSliceOptions, ellipsisMask=1))
+    m.tensors[m.outputs[0]].shape = [2, 3, 2]
+    with pytest.raises(CompileError, match=r"ellipsis_mask 1 / new_axis_mask 0 are not supported"):
+        import_tflite(m.build())

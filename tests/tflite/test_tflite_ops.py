@@ -9,7 +9,7 @@ from tflite_writer import TfliteModel
 from iree_py.frontends.tflite.schema import (
     AddOptions, BatchMatMulOptions, ConcatenationOptions, Conv2DOptions, DepthwiseConv2DOptions, DivOptions,
     FullyConnectedOptions, GeluOptions, LeakyReluOptions, MulOptions, Pool2DOptions, ReducerOptions,
-    SoftmaxOptions, SubOptions)
+    SoftmaxOptions, StridedSliceOptions, SubOptions)
 
 RNG = np.random.default_rng(7)
 ACTIVATIONS = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}  # TANH: tests/tflite/test_tflite_errors.py
@@ -158,6 +158,30 @@ def test_concatenation(axis):
     # TFLite's float kernel refuses a fused activation here (ours applies it: tested on the IR)
     opts = options(ConcatenationOptions, axis=axis)
     check(single_op("CONCATENATION", [(1, 3, 4, 2), (1, 3, 4, 2)], [rand(1, 3, 4, 2)], opts))
+
+
+@pytest.mark.parametrize("begin,size", [([0, 1, 1, 0], [1, 2, -1, 2]), ([1, 0, 2], [2, -1, 3])])
+def test_slice(begin, size):
+    shape = (1, 3, 4, 2) if len(begin) == 4 else (3, 5, 6)
+    check(single_op("SLICE", [shape], [np.array(begin, np.int32), np.array(size, np.int32)]))
+
+
+I32 = np.int32
+STRIDED_SLICES = {  # name: (shape, begin, end, strides, options)
+    "steps": ((4, 10, 6), [1, -8, 0], [100, 9, 6], [2, 3, 1], {}),
+    "negative_strides": ((3, 8, 9), [2, -1, 7], [-100, 0, 1], [-1, -2, -3], {}),
+    "masks": ((4, 6, 5), [3, 2, 4], [0, 5, 0], [1, -1, 2], {"beginMask": 0b101, "endMask": 0b011}),
+    "shrink": ((4, 6, 5), [2, 0, -1], [3, 6, 0], [1, 2, 1], {"shrinkAxisMask": 0b101}),
+    "fewer_axes_nhwc": ((1, 6, 7, 4), [0, 1], [1, 5], [1, 2], {}),
+    "offset": ((5, 6), [1, 2], [3, 3], [1, 1], {"offset": True}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STRIDED_SLICES))
+def test_strided_slice(case):
+    shape, begin, end, strides, opts = STRIDED_SLICES[case]
+    check(single_op("STRIDED_SLICE", [shape], [np.array(v, I32) for v in (begin, end, strides)],
+                    options(StridedSliceOptions, **opts)))
 
 
 @pytest.mark.parametrize("code", ["PAD", "PADV2"])

@@ -33,6 +33,7 @@ KERNEL_BUILDERS: dict[str, str] = {
     "reduce": "reduce_kernel:build",
     "lrn": "lrn:build",
     "transpose": "transpose:build",
+    "slice": "slice:build",
     "concat": "concat:build",
 }
 

@@ -28,6 +28,7 @@ from iree_py.frontends.tflite.schema.Padding import Padding
 from iree_py.frontends.tflite.schema.Pool2DOptions import Pool2DOptionsT
 from iree_py.frontends.tflite.schema.ReducerOptions import ReducerOptionsT
 from iree_py.frontends.tflite.schema.SoftmaxOptions import SoftmaxOptionsT
+from iree_py.frontends.tflite.schema.StridedSliceOptions import StridedSliceOptionsT
 from iree_py.frontends.tflite.schema.SubOptions import SubOptionsT
 from iree_py.ir.graph import Value
 
@@ -308,6 +309,85 @@ def pad(ctx: "TfliteContext") -> list[Value]:
     return [ctx.reshape(x, ctx.output_shape(0), out=0)]
 
 
+def _emit_slice(ctx: "TfliteContext", x: Value, starts: list[int], ends: list[int], steps: list[int]) -> list[Value]:
+    """A normalized Slice, reshaped to the declared output shape (drops STRIDED_SLICE's shrunk axes)."""
+    shape = ctx.output_shape(0)
+    if starts == [0] * len(starts) and ends == list(_shape(x)) and steps == [1] * len(steps):
+        return [ctx.reshape(x, shape, out=0)]
+    y = ctx.emit("Slice", [x], {"starts": starts, "ends": ends, "steps": steps})
+    if y.type.num_elements != math.prod(shape):
+        raise ctx.error(f"slice of {x.type} gives {y.type}, which does not fit the declared output {list(shape)}")
+    return [ctx.reshape(y, shape, out=0)]
+
+
+def slice_(ctx: "TfliteContext") -> list[Value]:
+    """SLICE: begin and size per axis (size -1: to the end)."""
+    x = ctx.input(0)
+    dims = _shape(x)
+    begin = [int(v) for v in ctx.const_input(1, "begin").reshape(-1)]
+    size = [int(v) for v in ctx.const_input(2, "size").reshape(-1)]
+    if len(begin) != len(dims) or len(size) != len(dims):
+        raise ctx.error(f"begin {begin} and size {size} need one entry per axis of {x.type}")
+    ends = [d if n == -1 else b + n for b, n, d in zip(begin, size, dims)]
+    for axis, (b, e, d) in enumerate(zip(begin, ends, dims)):
+        if not 0 <= b <= e <= d:
+            raise ctx.error(f"axis {axis}: begin {b}, size {size[axis]} fall outside dim {d} of {x.type}")
+    return _emit_slice(ctx, x, begin, ends, [1] * len(dims))
+
+
+def strided_slice_axis(dim: int, begin: int, end: int, stride: int, begin_masked: bool, end_masked: bool,
+                       shrink: bool) -> tuple[int, int, int]:
+    """One axis of TFLite STRIDED_SLICE as normalized (start, end, step): negative indices count from
+    the end, out-of-range ones clamp (to [0, dim] going forward, [-1, dim - 1] going backward); a
+    shrunk axis takes the one element at begin."""
+    if begin_masked:
+        start = 0 if stride > 0 else dim - 1
+    else:
+        start = begin + dim if begin < 0 else begin
+    if shrink:
+        if not 0 <= start < dim:
+            raise ValueError(f"shrunk axis index {begin} is out of range for dim {dim}")
+        return start, start + 1, 1
+    if end_masked:
+        stop = dim if stride > 0 else -1
+    else:
+        stop = end + dim if end < 0 else end
+    if stride > 0:
+        start, stop = min(max(start, 0), dim), min(max(stop, 0), dim)
+        return start, max(stop, start), stride
+    start, stop = min(max(start, -1), dim - 1), min(max(stop, -1), dim - 1)
+    return start, min(stop, start), stride
+
+
+def strided_slice(ctx: "TfliteContext") -> list[Value]:
+    opts = ctx.options(StridedSliceOptionsT)
+    if opts.ellipsisMask or opts.newAxisMask:
+        raise ctx.error(f"ellipsis_mask {opts.ellipsisMask} / new_axis_mask {opts.newAxisMask} are not supported "
+                        "(only begin_mask, end_mask and shrink_axis_mask)")
+    x = ctx.input(0)
+    dims = _shape(x)
+    begin = [int(v) for v in ctx.const_input(1, "begin").reshape(-1)]
+    end = [int(v) for v in ctx.const_input(2, "end").reshape(-1)]
+    strides = [int(v) for v in ctx.const_input(3, "strides").reshape(-1)] if ctx.has_input(3) else [1] * len(begin)
+    if not len(begin) == len(end) == len(strides) <= len(dims):
+        raise ctx.error(f"begin {begin}, end {end} and strides {strides} need equal lengths, at most the rank of "
+                        f"{x.type}")
+    if 0 in strides:
+        raise ctx.error(f"strides {strides} contain 0")
+    if opts.offset:
+        end = [b + e for b, e in zip(begin, end)]
+    starts, ends, steps = [0] * len(dims), list(dims), [1] * len(dims)
+    for axis, (b, e, stride) in enumerate(zip(begin, end, strides)):
+        bit = 1 << axis
+        try:
+            starts[axis], ends[axis], steps[axis] = strided_slice_axis(
+                dims[axis], b, e, stride, bool(opts.beginMask & bit), bool(opts.endMask & bit),
+                bool(opts.shrinkAxisMask & bit))
+        except ValueError as err:
+            raise ctx.error(f"axis {axis} of {x.type}: {err}") from None
+    return _emit_slice(ctx, x, starts, ends, steps)
+
+
 def dequantize(ctx: "TfliteContext") -> list[Value]:
     x = ctx.input(0)
     if not x.is_const or x.const.dtype != np.float16:
@@ -346,6 +426,8 @@ CONVERTERS: dict[int, Converter] = {
     B.EXPAND_DIMS: reshape_like_output,
     B.TRANSPOSE: transpose,
     B.CONCATENATION: concatenation,
+    B.SLICE: slice_,
+    B.STRIDED_SLICE: strided_slice,
     B.PAD: pad,
     B.PADV2: pad,
     B.DEQUANTIZE: dequantize,

@@ -167,9 +167,6 @@ def _with_packed_conv_weight(dispatch: Dispatch, target: Target) -> Dispatch:
 def dispatch_for(node: Node, name: str, defined: set[int], target: Target | None = None) -> Dispatch:
     """The kernel for one dispatch region. `defined`: ids of the graph's inputs and node results.
     With a `target`, kernels may get target-specific weight layouts (conv2d: weight_packing.py)."""
-    for v in [*node.inputs, *node.outputs]:
-        if v is not None and v.type.dtype.value != "f32":
-            raise _unsupported(node, f"{v.type.dtype.value} tensors are not supported yet (value '{v.name}'); only f32 compute")
     if node.op in ELEMENTWISE_OPS:
         return _elementwise_spec(node, name, defined)
     if node.op not in DIRECT_KERNELS:

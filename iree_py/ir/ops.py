@@ -14,6 +14,8 @@ import numpy as np
 
 from iree_py.ir.types import DType, TensorType
 
+ANY_DTYPE = frozenset(DType)  # data movement: kernels copy elements of any size
+
 ShapeRule = Callable[[list[TensorType], dict[str, Any]], list[TensorType]]
 
 
@@ -25,6 +27,9 @@ class OpDef:
     max_inputs: int | None         # None: any number
     rule: ShapeRule
     elementwise: bool = False
+    # The element types the op's kernels compute in. The final verifier checks the first input (the
+    # op's data operand) against it; shape rules check any other operand (indices, conditions).
+    dtypes: frozenset[DType] = frozenset({DType.f32})
 
 
 def _static(t: TensorType) -> tuple[int, ...]:
@@ -232,10 +237,10 @@ _DEFS = [
     OpDef("GlobalAveragePool", (), 1, 1, _global_pool),
     OpDef("BatchNormalization", ("epsilon",), 5, 5, _batchnorm),
     OpDef("LRN", ("alpha", "beta", "bias", "size"), 1, 1, _same),
-    OpDef("Concat", ("axis",), 1, None, _concat),
-    OpDef("Reshape", ("shape",), 1, 1, _reshape),
-    OpDef("Transpose", ("perm",), 1, 1, _transpose),
-    OpDef("Slice", ("ends", "starts", "steps"), 1, 1, _slice),
+    OpDef("Concat", ("axis",), 1, None, _concat, dtypes=ANY_DTYPE),
+    OpDef("Reshape", ("shape",), 1, 1, _reshape, dtypes=ANY_DTYPE),
+    OpDef("Transpose", ("perm",), 1, 1, _transpose, dtypes=ANY_DTYPE),
+    OpDef("Slice", ("ends", "starts", "steps"), 1, 1, _slice, dtypes=ANY_DTYPE),
     OpDef("Softmax", ("axis",), 1, 1, _softmax),
     OpDef("LogSoftmax", ("axis",), 1, 1, _softmax),
     OpDef("Hardmax", ("axis",), 1, 1, _softmax),
@@ -244,7 +249,6 @@ _DEFS = [
 
 OPS: dict[str, OpDef] = {d.name: d for d in _DEFS}
 ELEMENTWISE_OPS = frozenset(d.name for d in _DEFS if d.elementwise)
-FLOAT_ONLY_OPS = frozenset(OPS) - {"Reshape", "Transpose", "Concat", "Slice"}
 
 
 def infer_types(op: str, inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:

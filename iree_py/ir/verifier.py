@@ -12,7 +12,7 @@ from __future__ import annotations
 from iree_py.errors import CompileError
 from iree_py.ir.fused import chain_values
 from iree_py.ir.graph import Graph, Node, Value
-from iree_py.ir.ops import ELEMENTWISE_OPS, FLOAT_ONLY_OPS, OPS, infer_types
+from iree_py.ir.ops import ELEMENTWISE_OPS, OPS, infer_types
 from iree_py.ir.types import DType
 
 
@@ -57,11 +57,12 @@ class _Checker:
         if got != expected:
             raise CompileError(f"{_where(node)}: result types {[str(t) for t in got]} but the op gives "
                                f"{[str(t) for t in expected]}")
-        if self.final and node.op in FLOAT_ONLY_OPS:
-            for v in [*node.inputs, *outputs]:
-                if v.type.dtype != DType.f32:
-                    raise CompileError(f"{_where(node)}: unsupported dtype {v.type.dtype.value} of %{v.name} "
-                                       f"(iree-py computes in f32 only)")
+        dtypes = OPS[node.op].dtypes
+        if self.final and node.inputs and node.inputs[0].type.dtype not in dtypes:
+            data = node.inputs[0]
+            supported = ", ".join(d.value for d in DType if d in dtypes)
+            raise CompileError(f"{_where(node)}: unsupported dtype {data.type.dtype.value} of %{data.name} "
+                               f"({node.op} computes in {supported})")
 
     def check_node(self, node: Node) -> None:
         self.check_inputs(node)

@@ -36,6 +36,11 @@ DIRECT_KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     "Transpose": ("transpose", ("perm",)),
     "Slice": ("slice", ("starts", "ends", "steps")),
     "Concat": ("concat", ("axis",)),
+    # -- dtypes: entries below this line --
+    # -- nn: entries below this line --
+    # -- quant: entries below this line --
+    # -- indexing: entries below this line --
+    # -- resize_pad: entries below this line --
 }
 EPILOGUE_ROOTS = ("Conv", "MatMul")
 

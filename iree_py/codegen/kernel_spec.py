@@ -29,8 +29,15 @@ from iree_py.ir.types import TensorType
 #   lrn           X[N,C,...]; attrs size, alpha, beta, bias (ONNX LRN)
 #   transpose     attrs perm
 #   concat        attrs axis (>= 0); any number of inputs
-KERNEL_KINDS = ("conv2d", "matmul", "elementwise", "maxpool", "avgpool", "globalavgpool", "softmax",
-                "logsoftmax", "hardmax", "reduce", "lrn", "transpose", "concat")
+KERNEL_KINDS = (
+    "conv2d", "matmul", "elementwise", "maxpool", "avgpool", "globalavgpool", "softmax",
+    "logsoftmax", "hardmax", "reduce", "lrn", "transpose", "slice", "concat",
+    # -- dtypes: entries below this line --
+    # -- nn: entries below this line --
+    # -- quant: entries below this line --
+    # -- indexing: entries below this line --
+    # -- resize_pad: entries below this line --
+)
 
 # Elementwise ops an Expr or an epilogue may use, with the attributes they read.
 # Gelu is the exact (erf) form, GeluTanh ONNX's approximate="tanh"; Round is half to even.

@@ -593,4 +593,10 @@ CONVERTERS: dict[str, Converter] = {
     "Shape": shape,
     "Cast": cast,
     "Gather": gather,
+    # -- dtypes: entries below this line --
+    # -- nn: entries below this line --
+    # -- quant: entries below this line --
+    # -- tflite_quant: entries below this line --
+    # -- indexing: entries below this line --
+    # -- resize_pad: entries below this line --
 }

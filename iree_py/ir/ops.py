@@ -245,6 +245,11 @@ _DEFS = [
     OpDef("LogSoftmax", ("axis",), 1, 1, _softmax),
     OpDef("Hardmax", ("axis",), 1, 1, _softmax),
     OpDef("Reduce", ("axes", "keepdims", "kind"), 1, 1, _reduce),
+    # -- dtypes: entries below this line --
+    # -- nn: entries below this line --
+    # -- quant: entries below this line --
+    # -- indexing: entries below this line --
+    # -- resize_pad: entries below this line --
 ]
 
 OPS: dict[str, OpDef] = {d.name: d for d in _DEFS}

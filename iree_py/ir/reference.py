@@ -254,6 +254,11 @@ KERNELS: dict[str, Kernel] = {
     "LogSoftmax": log_softmax,
     "Hardmax": hardmax,
     "Reduce": reduce,
+    # -- dtypes: entries below this line --
+    # -- nn: entries below this line --
+    # -- quant: entries below this line --
+    # -- indexing: entries below this line --
+    # -- resize_pad: entries below this line --
 }
 
 

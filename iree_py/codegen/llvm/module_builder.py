@@ -35,6 +35,11 @@ KERNEL_BUILDERS: dict[str, str] = {
     "transpose": "transpose:build",
     "slice": "slice:build",
     "concat": "concat:build",
+    # -- dtypes: entries below this line --
+    # -- nn: entries below this line --
+    # -- quant: entries below this line --
+    # -- indexing: entries below this line --
+    # -- resize_pad: entries below this line --
 }
 
 

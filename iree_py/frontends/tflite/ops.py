@@ -431,4 +431,8 @@ CONVERTERS: dict[int, Converter] = {
     B.PAD: pad,
     B.PADV2: pad,
     B.DEQUANTIZE: dequantize,
+    # -- tflite_quant: entries below this line --
+    # -- dtypes: entries below this line --
+    # -- indexing: entries below this line --
+    # -- resize_pad: entries below this line --
 }

@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from iree_py.codegen.kernel_spec import BINARY_OPS, UNARY_OPS, EpilogueOp, Expr, ExprStep, KernelSpec
+from iree_py.codegen.kernel_spec import (EXPR_BINARY_OPS, EXPR_TERNARY_OPS, EXPR_UNARY_OPS, UNARY_OPS, EpilogueOp,
+                                        Expr, ExprStep, KernelSpec)
 from iree_py.codegen.llvm.conv import choose_conv_strategy, conv_shape
 from iree_py.codegen.target import Target
 from iree_py.codegen.weight_packing import M_BLOCKED, pack_m_blocked
@@ -19,7 +20,7 @@ from iree_py.errors import CompileError
 from iree_py.ir.graph import Node, Value
 from iree_py.ir.types import TensorType
 
-ELEMENTWISE_OPS = (*UNARY_OPS, *BINARY_OPS)
+ELEMENTWISE_OPS = (*EXPR_UNARY_OPS, *EXPR_BINARY_OPS, *EXPR_TERNARY_OPS)
 
 # op -> (kernel kind, attributes copied to the spec)
 DIRECT_KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -39,8 +40,27 @@ DIRECT_KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     # -- dtypes: entries below this line --
     # -- nn: entries below this line --
     # -- quant: entries below this line --
+    "Quantize": ("quantize", ("axis", "dtype", "rounding", "scale", "zero_point")),
+    "Dequantize": ("dequantize", ("axis", "scale", "zero_point")),
+    "QConv": ("qconv", ("strides", "pads", "dilations", "group", "x_zero_point", "w_zero_point", "y_zero_point", "out_dtype", "act_min", "act_max", "requant", "multiplier", "shift", "scale")),
+    "QMatMul": ("qmatmul", ("x_zero_point", "w_zero_point", "y_zero_point", "out_dtype", "act_min", "act_max", "requant", "multiplier", "shift", "scale")),
+    "QAdd": ("qadd", ("a_zero_point", "b_zero_point", "y_zero_point", "left_shift", "a_multiplier", "a_shift",
+                      "b_multiplier", "b_shift", "y_multiplier", "y_shift", "act_min", "act_max", "out_dtype")),
+    "QAveragePool": ("qavgpool", ("kernel", "strides", "pads", "ceil_mode", "count_include_pad", "act_min", "act_max")),
     # -- indexing: entries below this line --
+    "Gather": ("gather", ("axis",)),
+    "GatherElements": ("gather_elements", ("axis",)),
+    "GatherND": ("gather_nd", ("batch_dims",)),
+    "ScatterElements": ("scatter_elements", ("axis", "reduction")),
+    "ScatterND": ("scatter_nd", ("reduction",)),
+    "Expand": ("expand", ("shape",)),
     # -- resize_pad: entries below this line --
+    "Resize": ("resize", ("sizes", "taps", "extrapolation_value")),
+    "Pad": ("pad", ("mode", "pads", "value")),
+    "ArgMax": ("argmax", ("axis", "select_last_index")),
+    "ArgMin": ("argmin", ("axis", "select_last_index")),
+    "CumSum": ("cumsum", ("axis", "exclusive", "reverse")),
+    "TopK": ("topk", ("axis", "k", "largest", "result")),
 }
 EPILOGUE_ROOTS = ("Conv", "MatMul")
 
@@ -54,7 +74,7 @@ class Dispatch:
 
 
 def _attrs(node: Node) -> tuple[tuple[str, float], ...]:
-    return tuple((name, float(node.attrs[name])) for name in UNARY_OPS.get(node.op, ()))
+    return tuple((name, float(node.attrs[name])) for name in EXPR_UNARY_OPS.get(node.op, ()))
 
 
 def _source_nodes(node: Node) -> tuple[str, ...]:
@@ -138,7 +158,7 @@ def _elementwise_spec(node: Node, name: str, defined: set[int]) -> Dispatch:
     produced: dict[int, int] = {}
     results = [root_result(node, defined), *(f.outputs[0] for f in node.fused)]
     for n, result in zip([node, *node.fused], results):
-        steps.append(ExprStep(n.op, tuple(arg(v, produced) for v in n.inputs), _attrs(n)))
+        steps.append(ExprStep(n.op, tuple(arg(v, produced) for v in n.inputs), _attrs(n), result.type.dtype))
         produced[id(result)] = len(steps) - 1
     out = node.outputs[0]
     spec = KernelSpec(name, "elementwise", tuple(v.type for v in inputs), (out.type,), {"expr": Expr(tuple(steps))},

@@ -11,13 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from iree_py.ir.types import TensorType
+from iree_py.ir.types import DType, TensorType
 
 # Kernel kinds and the attributes each one reads (all static):
 #   conv2d        inputs X[N,C,H,W], W[M,C/group,KH,KW], optional B[M]; attrs strides[2],
 #                 pads[4] (top, left, bottom, right), dilations[2], group; output Y[N,M,OH,OW]
 #   matmul        inputs A[..., M, K], B[..., K, N] (batch dims broadcast numpy-style); output [..., M, N]
 #   elementwise   inputs broadcast numpy-style to the output shape; attrs["expr"] is an Expr
+#                 (any dtype per step: ExprStep.dtype)
 #   maxpool       X[N,C,H,W]; attrs kernel[2], strides[2], pads[4], dilations[2], ceil_mode (0/1)
 #   avgpool       as maxpool without dilations, plus count_include_pad (0/1)
 #   globalavgpool X[N,C,...] -> Y[N,C,1,...]
@@ -29,14 +30,43 @@ from iree_py.ir.types import TensorType
 #   lrn           X[N,C,...]; attrs size, alpha, beta, bias (ONNX LRN)
 #   transpose     attrs perm
 #   concat        attrs axis (>= 0); any number of inputs
+#   resize        X (f32; any dtype with <= 1 tap per axis), index table (i32), weight table (f32); attrs
+#                 sizes (output shape), taps (per axis, 0 = copied), extrapolation_value: gather-and-blend
+#                 (iree_py/ir/resize_math.py)
+#   pad           any dtype; attrs mode (constant reflect edge wrap symmetric), pads [begins..., ends...] (negative
+#                 crops), value (constant mode)
+#   argmax/argmin f32 in, i64 out; attrs axis, select_last_index (ties: first index, or last)
+#   cumsum        f32; attrs axis, exclusive, reverse (0/1)
+#   topk          f32 in; attrs axis, k, largest, result ("values": f32 out, "indices": i64 out); sorted,
+#                 ties: lower index first
+#   (quantized kinds: the semantics and attributes of the IR ops, docs/ir.md "Quantized ops"; maxpool also
+#   takes i8/u8)
+#   quantize      X f32 -> i8/u8; attrs axis (-1 per tensor), scale[], zero_point[], dtype, rounding
+#   dequantize    X i8/u8/i32 -> f32; attrs axis, scale[], zero_point[]
+#   qconv         as conv2d on i8/u8 X, W with optional i32 bias[M], plus the requantization attrs
+#                 (x/w/y_zero_point, out_dtype, act_min, act_max, requant, multiplier, shift, scale)
+#   qmatmul       A[..., M, K] i8/u8, B[K, N] i8/u8, optional i32 bias[N]; the requantization attrs
+#   qadd          TFLite int8 ADD of two broadcasting i8/u8 inputs (attrs as the QAdd op)
+#   qavgpool      as avgpool on i8/u8 with TFLite's integer rounding, plus act_min, act_max
+#   gather        inputs data, indices (i32/i64); attrs axis: out[a, i, c] = data[a, idx[i], c]
+#   gather_elements inputs data, indices (same rank); attrs axis: out[p] = data[p, p[axis] = idx[p]]
+#   gather_nd     inputs data, indices [..., k]; attrs batch_dims (ONNX GatherND)
+#                 (gathers: negative indices wrap; an index still out of range reads zeros)
+#   scatter_elements inputs data, indices, updates; attrs axis, reduction (none add mul max min)
+#   scatter_nd    inputs data, indices [..., k], updates; attrs reduction (ONNX ScatterND)
+#                 (scatters: out = data, then updates applied in order; out-of-range ones skipped)
+#   expand        attrs shape: the input broadcast numpy-style to shape
 KERNEL_KINDS = (
     "conv2d", "matmul", "elementwise", "maxpool", "avgpool", "globalavgpool", "softmax",
     "logsoftmax", "hardmax", "reduce", "lrn", "transpose", "slice", "concat",
     # -- dtypes: entries below this line --
     # -- nn: entries below this line --
     # -- quant: entries below this line --
+    "quantize", "dequantize", "qconv", "qmatmul", "qadd", "qavgpool",
     # -- indexing: entries below this line --
+    "gather", "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "expand",
     # -- resize_pad: entries below this line --
+    "resize", "pad", "argmax", "argmin", "cumsum", "topk",
 )
 
 # Elementwise ops an Expr or an epilogue may use, with the attributes they read.
@@ -52,15 +82,26 @@ UNARY_OPS = {"Relu": (), "LeakyRelu": ("alpha",), "Sigmoid": (), "Tanh": (), "Cl
 # PRelu(x, slope); Mod is C fmod (ONNX fmod=1); Min/Max are the two-operand forms.
 BINARY_OPS = ("Add", "Sub", "Mul", "Div", "Pow", "Min", "Max", "PRelu", "Mod")
 
+# An Expr (the elementwise kernel, every dtype: codegen/llvm/elementwise_typed.py) also takes these:
+# Cast converts to the step's dtype; comparisons give bool; And/Or/Xor/Not take bools; FloorMod has
+# the divisor's sign; Where(cond, x, y).
+EXPR_UNARY_OPS = {**UNARY_OPS, "Cast": (), "Not": (), "IsNaN": (), "IsInf": ("detect_negative", "detect_positive")}
+EXPR_BINARY_OPS = (*BINARY_OPS, "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor",
+                   "ShiftLeft", "ShiftRight", "FloorMod")
+EXPR_TERNARY_OPS = ("Where",)
+
 
 @dataclass(frozen=True)
 class ExprStep:
     """One elementwise op. Arguments are ("in", i) for kernel input i or ("step", j) for the
-    result of an earlier step j."""
+    result of an earlier step j. `dtype`: the element type of the step's result (None: the
+    dtype of its first argument); integer ops follow docs/ir.md, f16 steps compute in f32 and
+    round to f16 only when stored or Cast."""
 
     op: str
     args: tuple[tuple[str, int], ...]
     attrs: tuple[tuple[str, float], ...] = ()
+    dtype: DType | None = None
 
 
 @dataclass(frozen=True)

@@ -237,31 +237,6 @@ def gelu(ctx: "OnnxContext") -> list[Value]:
     return [ctx.emit("Gelu" if approximate == "none" else "GeluTanh", [ctx.input(0)], out=0)]
 
 
-def pow_(ctx: "OnnxContext") -> list[Value]:
-    """Pow(X, Y); an integer exponent (allowed from opset 12) must be a constant and becomes float32."""
-    x, y = ctx.input(0), ctx.input(1)
-    if y.type.dtype.numpy != np.float32:
-        if not y.is_const:
-            raise ctx.error(f"a computed {y.type} exponent is not supported; only float32 or constant exponents")
-        y = ctx.const(y.const.astype(F32), "exponent")
-    return [ctx.emit("Pow", [x, y], out=0)]
-
-
-def mod(ctx: "OnnxContext") -> list[Value]:
-    if int(ctx.attr("fmod", 0)) != 1:
-        raise ctx.bad_attr("fmod", int(ctx.attr("fmod", 0)), "float Mod needs fmod=1 (ONNX)")
-    return [ctx.emit("Mod", [ctx.input(0), ctx.input(1)], out=0)]
-
-
-def clip(ctx: "OnnxContext") -> list[Value]:
-    if ctx.opset < 11:
-        lo, hi = float(ctx.attr("min", -math.inf)), float(ctx.attr("max", math.inf))
-    else:
-        lo = float(ctx.const_input(1, "min")) if ctx.has_input(1) else -math.inf
-        hi = float(ctx.const_input(2, "max")) if ctx.has_input(2) else math.inf
-    return [ctx.emit("Clip", [ctx.input(0)], {"min": lo, "max": hi}, out=0)]
-
-
 # ----------------------------------------------------------------------------------- normalization
 
 def batch_norm(ctx: "OnnxContext") -> list[Value]:
@@ -525,25 +500,6 @@ def shape(ctx: "OnnxContext") -> list[Value]:
     return [ctx.const(dims[start:None if end is None else int(end)], out=0)]
 
 
-def cast(ctx: "OnnxContext") -> list[Value]:
-    import onnx.helper
-    x = ctx.input(0)
-    to = onnx.helper.tensor_dtype_to_np_dtype(int(ctx.attr("to")))
-    if x.is_const:
-        return [ctx.const(x.const.astype(to), out=0)]
-    if x.type.dtype.numpy == to:
-        return [x]
-    raise ctx.error(f"Cast of a computed tensor ({x.type} to {np.dtype(to).name}) is not supported")
-
-
-def gather(ctx: "OnnxContext") -> list[Value]:
-    data, indices = ctx.input(0), ctx.input(1)
-    if not (data.is_const and indices.is_const):
-        raise ctx.error("Gather is only supported on constants (shape computations)")
-    axis = _axis(ctx, int(ctx.attr("axis", 0)), data.type.rank)
-    return [ctx.const(np.take(data.const, indices.const, axis=axis), out=0)]
-
-
 CONVERTERS: dict[str, Converter] = {
     "Conv": conv,
     "Gemm": gemm,
@@ -557,15 +513,12 @@ CONVERTERS: dict[str, Converter] = {
     "Sigmoid": _unary("Sigmoid"),
     "Tanh": _unary("Tanh"),
     "LeakyRelu": leaky_relu,
-    "Clip": clip,
     **{op: _unary(op) for op in ("Exp", "Log", "Sqrt", "Abs", "Neg", "Reciprocal", "Floor", "Ceil", "Round", "Sign",
                                  "Erf", "Softplus", "Softsign", "HardSwish", "Mish", "Sin", "Cos", "Tan", "Atan",
                                  "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh")},
     **{op: _activation(op) for op in ACTIVATION_DEFAULTS},
     "Gelu": gelu,
-    "Pow": pow_,
     "PRelu": _binary("PRelu"),
-    "Mod": mod,
     "Min": _variadic("Min"),
     "Max": _variadic("Max"),
     "Mean": _variadic("Add", scale_by_count=True),
@@ -591,12 +544,15 @@ CONVERTERS: dict[str, Converter] = {
     "Squeeze": squeeze,
     "Unsqueeze": unsqueeze,
     "Shape": shape,
-    "Cast": cast,
-    "Gather": gather,
     # -- dtypes: entries below this line --
+    **__import__("iree_py.frontends.onnx_logic", fromlist=["LOGIC_CONVERTERS"]).LOGIC_CONVERTERS,
     # -- nn: entries below this line --
+    **__import__("iree_py.frontends.onnx_nn", fromlist=["NN_CONVERTERS"]).NN_CONVERTERS,
     # -- quant: entries below this line --
     # -- tflite_quant: entries below this line --
+    **__import__("iree_py.frontends.onnx_quant", fromlist=["CONVERTERS"]).CONVERTERS,
     # -- indexing: entries below this line --
+    **__import__("iree_py.frontends.onnx_indexing", fromlist=["INDEXING_CONVERTERS"]).INDEXING_CONVERTERS,
     # -- resize_pad: entries below this line --
+    **__import__("iree_py.frontends.onnx_resize_pad", fromlist=["RESIZE_PAD_CONVERTERS"]).RESIZE_PAD_CONVERTERS,
 }

@@ -12,6 +12,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from iree_py.ir import indexing_ops
+from iree_py.ir.ops_logic import FLOAT_DTYPES, INT_DTYPES, NUMERIC_DTYPES, SINGLE_HALF_DTYPES
 from iree_py.ir.types import DType, TensorType
 
 ANY_DTYPE = frozenset(DType)  # data movement: kernels copy elements of any size
@@ -215,24 +217,27 @@ def _reduce(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]
 _DEFS = [
     OpDef("Conv", ("dilations", "group", "pads", "strides"), 2, 3, _conv),
     OpDef("MatMul", (), 2, 2, _matmul),
-    OpDef("Add", (), 2, 2, _broadcast, elementwise=True),
-    OpDef("Sub", (), 2, 2, _broadcast, elementwise=True),
-    OpDef("Mul", (), 2, 2, _broadcast, elementwise=True),
-    OpDef("Div", (), 2, 2, _broadcast, elementwise=True),
-    OpDef("Relu", (), 1, 1, _same, elementwise=True),
-    OpDef("Sigmoid", (), 1, 1, _same, elementwise=True),
-    OpDef("Tanh", (), 1, 1, _same, elementwise=True),
-    OpDef("LeakyRelu", ("alpha",), 1, 1, _same, elementwise=True),
-    OpDef("Clip", ("max", "min"), 1, 1, _same, elementwise=True),
-    *(OpDef(op, attrs, 1, 1, _same, elementwise=True) for op, attrs in (
+    *(OpDef(op, (), 2, 2, _broadcast, elementwise=True, dtypes=NUMERIC_DTYPES) for op in ("Add", "Sub", "Mul", "Div")),
+    OpDef("Relu", (), 1, 1, _same, elementwise=True, dtypes=NUMERIC_DTYPES),
+    OpDef("Sigmoid", (), 1, 1, _same, elementwise=True, dtypes=SINGLE_HALF_DTYPES),
+    OpDef("Tanh", (), 1, 1, _same, elementwise=True, dtypes=SINGLE_HALF_DTYPES),
+    OpDef("LeakyRelu", ("alpha",), 1, 1, _same, elementwise=True, dtypes=SINGLE_HALF_DTYPES),
+    OpDef("Clip", ("max", "min"), 1, 1, _same, elementwise=True, dtypes=NUMERIC_DTYPES),
+    *(OpDef(op, attrs, 1, 1, _same, elementwise=True,
+            dtypes=NUMERIC_DTYPES if op in ("Abs", "Neg", "Sign") else
+            FLOAT_DTYPES if op in ("Sqrt", "Floor", "Ceil") else SINGLE_HALF_DTYPES) for op, attrs in (
         ("Exp", ()), ("Log", ()), ("Sqrt", ()), ("Abs", ()), ("Neg", ()), ("Reciprocal", ()), ("Floor", ()),
         ("Ceil", ()), ("Round", ()), ("Sign", ()), ("Erf", ()), ("Softplus", ()), ("Softsign", ()),
         ("HardSigmoid", ("alpha", "beta")), ("HardSwish", ()), ("Elu", ("alpha",)), ("Selu", ("alpha", "gamma")),
         ("Celu", ("alpha",)), ("ThresholdedRelu", ("alpha",)), ("Mish", ()), ("Gelu", ()), ("GeluTanh", ()),
         ("Sin", ()), ("Cos", ()), ("Tan", ()), ("Atan", ()), ("Asin", ()), ("Acos", ()),
         ("Sinh", ()), ("Cosh", ()), ("Asinh", ()), ("Acosh", ()), ("Atanh", ()))),
-    *(OpDef(op, (), 2, 2, _broadcast, elementwise=True) for op in ("Pow", "Min", "Max", "PRelu", "Mod")),
-    OpDef("MaxPool", ("ceil_mode", "dilations", "kernel", "pads", "strides"), 1, 1, _pool),
+    *(OpDef(op, (), 2, 2, _broadcast, elementwise=True,
+            dtypes=NUMERIC_DTYPES if op in ("Min", "Max", "Mod") else
+            SINGLE_HALF_DTYPES | INT_DTYPES if op == "Pow" else SINGLE_HALF_DTYPES)
+      for op in ("Pow", "Min", "Max", "PRelu", "Mod")),
+    OpDef("MaxPool", ("ceil_mode", "dilations", "kernel", "pads", "strides"), 1, 1, _pool,
+          dtypes=frozenset({DType.f32, DType.i8, DType.u8})),  # quant: max commutes with the affine map
     OpDef("AveragePool", ("ceil_mode", "count_include_pad", "kernel", "pads", "strides"), 1, 1, _pool),
     OpDef("GlobalAveragePool", (), 1, 1, _global_pool),
     OpDef("BatchNormalization", ("epsilon",), 5, 5, _batchnorm),
@@ -246,10 +251,19 @@ _DEFS = [
     OpDef("Hardmax", ("axis",), 1, 1, _softmax),
     OpDef("Reduce", ("axes", "keepdims", "kind"), 1, 1, _reduce),
     # -- dtypes: entries below this line --
+    *__import__("iree_py.ir.ops_logic", fromlist=["op_defs"]).op_defs(OpDef),
     # -- nn: entries below this line --
     # -- quant: entries below this line --
+    *__import__("iree_py.ir.ops_quant", fromlist=["op_defs"]).op_defs(OpDef),
     # -- indexing: entries below this line --
+    OpDef("Gather", ("axis",), 2, 2, indexing_ops.gather_rule, dtypes=ANY_DTYPE),
+    OpDef("GatherElements", ("axis",), 2, 2, indexing_ops.gather_elements_rule, dtypes=ANY_DTYPE),
+    OpDef("GatherND", ("batch_dims",), 2, 2, indexing_ops.gather_nd_rule, dtypes=ANY_DTYPE),
+    OpDef("ScatterElements", ("axis", "reduction"), 3, 3, indexing_ops.scatter_elements_rule, dtypes=ANY_DTYPE),
+    OpDef("ScatterND", ("reduction",), 3, 3, indexing_ops.scatter_nd_rule, dtypes=ANY_DTYPE),
+    OpDef("Expand", ("shape",), 1, 1, indexing_ops.expand_rule, dtypes=ANY_DTYPE),
     # -- resize_pad: entries below this line --
+    *__import__("iree_py.ir.ops_resize_pad", fromlist=["op_defs"]).op_defs(OpDef, ANY_DTYPE),
 ]
 
 OPS: dict[str, OpDef] = {d.name: d for d in _DEFS}

@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from iree_py.ir import indexing_ops
 from iree_py.ir.graph import Graph, Node, Value
 
 Kernel = Callable[[list[np.ndarray], dict[str, Any]], np.ndarray]
@@ -75,7 +76,8 @@ def _pool_out_hw(x: np.ndarray, attrs: dict[str, Any]) -> tuple[int, int]:
 def max_pool(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
     x = ins[0]
     out_hw = _pool_out_hw(x, attrs)
-    xp = np.ascontiguousarray(_pad_nchw(x, _pool_padded_extent(x, attrs, out_hw), -np.inf))
+    lowest = -np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min  # quant: i8/u8 too
+    xp = np.ascontiguousarray(_pad_nchw(x, _pool_padded_extent(x, attrs, out_hw), lowest))
     win = _windows(xp, tuple(attrs["kernel"]), attrs["strides"], attrs["dilations"], out_hw)
     return win.max(axis=(4, 5)).astype(x.dtype)
 
@@ -255,10 +257,19 @@ KERNELS: dict[str, Kernel] = {
     "Hardmax": hardmax,
     "Reduce": reduce,
     # -- dtypes: entries below this line --
+    **__import__("iree_py.ir.reference_logic", fromlist=["KERNELS"]).KERNELS,
     # -- nn: entries below this line --
     # -- quant: entries below this line --
+    **__import__("iree_py.ir.reference_quant", fromlist=["KERNELS"]).KERNELS,
     # -- indexing: entries below this line --
+    "Gather": indexing_ops.gather,
+    "GatherElements": indexing_ops.gather_elements,
+    "GatherND": indexing_ops.gather_nd,
+    "ScatterElements": indexing_ops.scatter_elements,
+    "ScatterND": indexing_ops.scatter_nd,
+    "Expand": indexing_ops.expand,
     # -- resize_pad: entries below this line --
+    **__import__("iree_py.ir.reference_resize_pad", fromlist=["KERNELS"]).KERNELS,
 }
 
 

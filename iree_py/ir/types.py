@@ -19,6 +19,9 @@ class DType(enum.Enum):
     i32 = "i32"
     i64 = "i64"
     bool = "bool"
+    u16 = "u16"
+    u32 = "u32"
+    u64 = "u64"
 
     @property
     def numpy(self) -> np.dtype:
@@ -45,6 +48,7 @@ class DType(enum.Enum):
 _NUMPY = {
     DType.f32: "float32", DType.f64: "float64", DType.f16: "float16", DType.i8: "int8",
     DType.u8: "uint8", DType.i16: "int16", DType.i32: "int32", DType.i64: "int64", DType.bool: "bool",
+    DType.u16: "uint16", DType.u32: "uint32", DType.u64: "uint64",
 }
 
 Dim = int | str  # a static size, or a symbol such as "batch"

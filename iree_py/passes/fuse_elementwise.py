@@ -2,9 +2,11 @@
 
 Roots: Conv, MatMul and the elementwise ops. A consumer C of the chain's current value v joins when
   - C is elementwise, reads v exactly once, and v has no other reader and is not a graph output;
-  - C's result has v's type (the running value is never broadcast to a bigger shape);
-  - for a Conv/MatMul root, C's other operand is a scalar, per-channel (Conv: [1,C,1,1]/[C,1,1];
-    MatMul: varies only along the last axis) or exactly the output's shape.
+  - C's result has v's shape (the running value is never broadcast to a bigger shape); its dtype
+    may differ (Less -> Where, Cast) for an elementwise root;
+  - for a Conv/MatMul root, C's result has v's type, every operand is f32 and C's other operand is
+    a scalar, per-channel (Conv: [1,C,1,1]/[C,1,1]; MatMul: varies only along the last axis) or
+    exactly the output's shape.
 The root keeps op/inputs/attrs, `root.fused` gets the consumers in order, `root.outputs` becomes
 the last consumer's outputs, and the root moves to the last consumer's position (every operand of
 the chain is defined there). See docs/ir.md, "Fused nodes".
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.ops import ELEMENTWISE_OPS
 from iree_py.ir.rewrite import use_counts
+from iree_py.ir.types import DType
 
 CONTRACTION_ROOTS = ("Conv", "MatMul")
 
@@ -77,9 +80,11 @@ class FuseElementwise:
             return False
         if sum(1 for x in consumer.inputs if x is v) != 1:
             return False
+        if root.op not in CONTRACTION_ROOTS:  # the Expr computes each step in its own dtype
+            return consumer.outputs[0].type.shape == v.type.shape
         if consumer.outputs[0].type != v.type:
             return False
-        if root.op not in CONTRACTION_ROOTS:
-            return True
         others = [x for x in consumer.inputs if x is not v]
+        if any(x.type.dtype != DType.f32 for x in others) or v.type.dtype != DType.f32:
+            return False  # epilogues compute in f32 only
         return all(operand_kind(root.op, x, v) is not None for x in others)

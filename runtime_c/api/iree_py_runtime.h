@@ -46,6 +46,7 @@ irp_allocator_t irp_allocator_system(void);
 typedef enum irp_dtype_e {
   IRP_DTYPE_F32 = 0, IRP_DTYPE_F64 = 1, IRP_DTYPE_F16 = 2, IRP_DTYPE_I8 = 3, IRP_DTYPE_U8 = 4,
   IRP_DTYPE_I16 = 5, IRP_DTYPE_I32 = 6, IRP_DTYPE_I64 = 7, IRP_DTYPE_BOOL = 8,
+  IRP_DTYPE_U16 = 9, IRP_DTYPE_U32 = 10, IRP_DTYPE_U64 = 11,
 } irp_dtype_t;
 
 #define IRP_MAX_RANK 8

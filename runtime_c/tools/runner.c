@@ -28,7 +28,7 @@ typedef struct options_t {
   int info;
 } options_t;
 
-static const char* const kDtypeNames[] = {"f32", "f64", "f16", "i8", "u8", "i16", "i32", "i64", "bool"};
+static const char* const kDtypeNames[] = {"f32", "f64", "f16", "i8", "u8", "i16", "i32", "i64", "bool", "u16", "u32", "u64"};
 
 static int usage(const char* problem) {
   fprintf(stderr, "irp-run: %s\n", problem);
@@ -106,7 +106,7 @@ static void* read_file(const char* path, size_t* out_length) {
 }
 
 static void print_view(const char* kind, int index, const char* name, const irp_buffer_view_t* view) {
-  printf("%s %d '%s': %s[", kind, index, name, (unsigned)view->dtype < 9 ? kDtypeNames[view->dtype] : "?");
+  printf("%s %d '%s': %s[", kind, index, name, (unsigned)view->dtype < sizeof kDtypeNames / sizeof kDtypeNames[0] ? kDtypeNames[view->dtype] : "?");
   for (int i = 0; i < view->rank; ++i) printf("%s%lld", i ? ", " : "", (long long)view->shape[i]);
   printf("] (%zu bytes)", view->length);
 }

@@ -31,6 +31,9 @@ size_t irp_dtype_size(uint32_t dtype) {
     case IRP_DTYPE_I32: return 4;
     case IRP_DTYPE_I64: return 8;
     case IRP_DTYPE_BOOL: return 1;
+    case IRP_DTYPE_U16: return 2;
+    case IRP_DTYPE_U32: return 4;
+    case IRP_DTYPE_U64: return 8;
     default: return 0;
   }
 }

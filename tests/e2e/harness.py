@@ -34,6 +34,19 @@ def random_inputs(m: onnx.ModelProto, seed: int = 0) -> list[np.ndarray]:
         if i.name in inits:
             continue
         shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
+        elem = i.type.tensor_type.elem_type
+        if elem in (TensorProto.INT32, TensorProto.INT64):  # indices: small, some negative
+            out.append(rng.integers(-2, 2, shape).astype(helper.tensor_dtype_to_np_dtype(elem)))
+            continue
+        if elem == TensorProto.BOOL:
+            out.append(rng.integers(0, 2, shape).astype(bool))
+            continue
+        if elem in (TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16):
+            out.append(rng.integers(0, 100, shape).astype(helper.tensor_dtype_to_np_dtype(elem)))
+            continue
+        if elem in (TensorProto.DOUBLE, TensorProto.FLOAT16):
+            out.append(rng.standard_normal(shape).astype(helper.tensor_dtype_to_np_dtype(elem)))
+            continue
         out.append(rng.standard_normal(shape).astype(np.float32))
     return out
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import helper
+from onnx import TensorProto, helper
 
 from harness import RVV_TARGET, TARGETS, check_against_onnxruntime, model
 
@@ -38,6 +38,26 @@ def binary(op, a, b, opset=13, const_b=False):
     if const_b:
         return model([node(op, ["a", "b"])], {"a": a}, ["y"], {"b": w(*b)}, opset)
     return model([node(op, ["a", "b"])], {"a": a, "b": b}, ["y"], opset=opset)
+
+
+def int64_input(m, name: str):
+    """`m` with graph input `name` typed int64 (the harness feeds it small indices in [-2, 2))."""
+    next(i for i in m.graph.input if i.name == name).type.tensor_type.elem_type = TensorProto.INT64
+    return m
+
+
+def retyped(m, **elem_types: int):
+    """`m` with the named graph inputs/outputs given these ONNX element types (TensorProto.INT32, ...)."""
+    for v in [*m.graph.input, *m.graph.output]:
+        if v.name in elem_types:
+            v.type.tensor_type.elem_type = elem_types[v.name]
+    return m
+
+
+def int64_output(m):
+    """`m` with its first graph output typed int64 (ArgMax, TopK indices)."""
+    m.graph.output[0].type.tensor_type.elem_type = TensorProto.INT64
+    return m
 
 
 CASES = {
@@ -203,6 +223,52 @@ CASES = {
                                 {"a": (6, 10)}, ["y"], {"b": w(10, 12), "c": w(12)}),
     "two_outputs": model([node("Relu", ["x"], ["r"]), node("Sigmoid", ["x"], ["s"])], {"x": (2, 5)}, ["r", "s"]),
     "output_is_input": model([node("Identity", ["x"], ["y"])], {"x": (2, 5)}, ["y"]),
+    # Integer, bool and mixed-dtype elementwise kernels (iree_py/codegen/llvm/elementwise_typed.py).
+    "int32_mul_add_div_mod": retyped(model(
+        [node("Mul", ["a", "b"], ["m"]), node("Add", ["m", "c"], ["s"]), node("Div", ["s", "d"], ["q"]),
+         node("Mod", ["q", "e"])], {"a": (3, 11), "b": (11,)}, ["y"],
+        {"c": np.arange(-5, 6, dtype=np.int32), "d": np.array([3, -2, 7], np.int32).reshape(3, 1),
+         "e": np.array(-4, np.int32)}), a=TensorProto.INT32, b=TensorProto.INT32, y=TensorProto.INT32),
+    "cast_f32_i8_f32": model([node("Mul", ["x", "k"], ["m"]), node("Cast", ["m"], ["c"], to=TensorProto.INT8),
+                              helper.make_node("Cast", ["c"], ["y"], name="cast_back", to=TensorProto.FLOAT)],
+                             {"x": (2, 3, 17)}, ["y"],
+                             {"k": np.float32(90.0)}),
+    "where_less_bool_out": retyped(model([node("Less", ["x", "z"], ["c"]), node("Where", ["c", "x", "z"], ["y"]),
+                                          node("Not", ["c"], ["n"])], {"x": (4, 9), "z": (9,)}, ["y", "n"]),
+                                   n=TensorProto.BOOL),
+    # Quantized (iree_py/frontends/onnx_quant.py): float in -> QuantizeLinear -> QLinearConv / QLinearMatMul
+    # (per-channel int8 weights) -> DequantizeLinear -> float out.
+    "qlinearconv_u8_chain": model(
+        [node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+         node("QLinearConv", ["xq", "xs", "xz", "W", "ws", "wz", "ys", "yz", "B"], ["yq"], pads=[1, 1, 1, 1]),
+         node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])], {"x": (1, 4, 8, 8)}, ["y"],
+        {"xs": np.float32(0.02), "xz": np.uint8(128), "W": rng.integers(-127, 128, (6, 4, 3, 3)).astype(np.int8),
+         "ws": rng.uniform(0.002, 0.01, 6).astype(np.float32), "wz": np.zeros(6, np.int8), "ys": np.float32(0.05),
+         "yz": np.uint8(120), "B": rng.integers(-2000, 2000, 6).astype(np.int32)}),
+    "qlinearmatmul_i8_chain": model(
+        [node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+         node("QLinearMatMul", ["xq", "xs", "xz", "W", "ws", "wz", "ys", "yz"], ["yq"]),
+         node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])], {"x": (3, 5, 24)}, ["y"],
+        {"xs": np.float32(0.02), "xz": np.int8(-3), "W": rng.integers(-127, 128, (24, 10)).astype(np.int8),
+         "ws": rng.uniform(0.002, 0.01, 10).astype(np.float32), "wz": np.zeros(10, np.int8), "ys": np.float32(0.04),
+         "yz": np.int8(2)}),
+    # Decompositions (iree_py/frontends/onnx_nn.py): LayerNormalization over the last axis; attention.
+    "layernorm_last_axis": model([node("LayerNormalization", ["x", "s", "b"], epsilon=1e-3)], {"x": (2, 5, 16)}, ["y"],
+                                 {"s": w(16), "b": w(16)}, 17),
+    "attention_gqa_causal": model([node("Attention", ["q", "k", "v"], is_causal=1)],
+                                  {"q": (1, 4, 5, 8), "k": (1, 2, 5, 8), "v": (1, 2, 5, 8)}, ["y"], opset=23),
+    # Indexing (iree_py/frontends/onnx_indexing.py): run-time indices, a scatter with a reduction, Tile.
+    "gather_runtime_indices": int64_input(model([node("Gather", ["x", "i"], axis=1)], {"x": (3, 5, 4), "i": (2, 3)},
+                                                ["y"]), "i"),
+    "scatternd_add_opset16": model([node("ScatterND", ["x", "i", "u"], reduction="add")], {"x": (4, 3, 5), "u": (3, 5)},
+                                   ["y"], {"i": np.array([[1, 2], [-1, 0], [1, 2]], np.int64)}, 16),
+    "tile_repeats": model([node("Tile", ["x", "r"])], {"x": (2, 3, 1)}, ["y"], {"r": np.array([2, 1, 3], np.int64)}),
+    # Resize / Pad / ArgMax (iree_py/frontends/onnx_resize_pad.py).
+    "resize_linear_half_pixel": model([node("Resize", ["x", "", "s"], mode="linear")], {"x": (1, 2, 5, 6)}, ["y"],
+                                      {"s": np.array([1, 1, 1.6, 0.5], np.float32)}),
+    "pad_reflect_crop": model([node("Pad", ["x", "p"], mode="reflect")], {"x": (2, 3, 7)}, ["y"],
+                              {"p": np.array([0, 1, 3, 1, -1, 2], np.int64)}),
+    "argmax_axis1": int64_output(model([node("ArgMax", ["x"], axis=1, keepdims=0)], {"x": (3, 6, 5)}, ["y"])),
 }
 
 

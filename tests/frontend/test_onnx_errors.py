@@ -11,9 +11,10 @@ from onnx_models import model
 
 
 def test_unsupported_op_names_node_op_and_opset() -> None:
-    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="foo")
-    m = model([node], {"x": (1, 1, 2, 2)}, ["y"], 13, {"scales": np.ones(4, np.float32)})
-    with pytest.raises(CompileError, match=r"^node 'foo' \(op Resize, opset 13\): op not supported by iree-py$"):
+    node = helper.make_node("Col2Im", ["x", "image_shape", "block_shape"], ["y"], name="foo")
+    m = model([node], {"x": (1, 4, 4)}, ["y"], 18,
+              {"image_shape": np.array([3, 3], np.int64), "block_shape": np.array([2, 2], np.int64)})
+    with pytest.raises(CompileError, match=r"^node 'foo' \(op Col2Im, opset 18\): op not supported by iree-py$"):
         import_onnx(m)
 
 
@@ -77,13 +78,13 @@ def test_dropout_mask_used_is_constant_true() -> None:
     assert g.outputs[1].is_const and g.outputs[1].const.all()
 
 
-def test_integer_compute_rejected_by_final_check() -> None:
+def test_double_exp_rejected_by_final_check() -> None:
     from iree_py.passes.pipeline import run_pipeline
-    x = helper.make_tensor_value_info("x", TensorProto.INT32, [2])
-    y = helper.make_tensor_value_info("y", TensorProto.INT32, None)
-    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "g", [x], [y])
+    x = helper.make_tensor_value_info("x", TensorProto.DOUBLE, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)
+    g = helper.make_graph([helper.make_node("Exp", ["x"], ["y"], name="r")], "g", [x], [y])
     graph = import_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]))
-    with pytest.raises(CompileError, match=r"node 'r' \(Relu\): unsupported dtype i32"):
+    with pytest.raises(CompileError, match=r"node 'r' \(Exp\): unsupported dtype f64"):
         run_pipeline(graph)
 
 

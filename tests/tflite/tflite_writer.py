@@ -4,6 +4,7 @@
     x = m.input("x", (1, 8, 8, 3))
     w = m.const("w", weights)                       # float32 (or any numpy dtype) constant
     y = m.tensor("y")                                # shape filled in by `complete_shapes` (tflite_harness)
+    q = m.tensor("q", dtype=np.int8, quant=Quant([0.05], [3]))   # int8 with scale/zero point
     m.op("CONV_2D", [x, w, -1], [y], Conv2DOptionsT(...))   # -1: an absent optional input
     m.output(y)
     data = m.build()
@@ -22,6 +23,7 @@ from iree_py.frontends.tflite.schema.BuiltinOptions import BuiltinOptions
 from iree_py.frontends.tflite.schema.Model import ModelT
 from iree_py.frontends.tflite.schema.Operator import OperatorT
 from iree_py.frontends.tflite.schema.OperatorCode import OperatorCodeT
+from iree_py.frontends.tflite.schema.QuantizationParameters import QuantizationParametersT
 from iree_py.frontends.tflite.schema.SignatureDef import SignatureDefT
 from iree_py.frontends.tflite.schema.SubGraph import SubGraphT
 from iree_py.frontends.tflite.schema.Tensor import TensorT
@@ -31,6 +33,22 @@ from iree_py.frontends.tflite.schema.TensorType import TensorType
 TYPE_OF = {np.dtype(np.float32): TensorType.FLOAT32, np.dtype(np.float16): TensorType.FLOAT16,
            np.dtype(np.int32): TensorType.INT32, np.dtype(np.int64): TensorType.INT64,
            np.dtype(np.int8): TensorType.INT8, np.dtype(np.uint8): TensorType.UINT8}
+
+
+@dataclass
+class Quant:
+    """A tensor's QuantizationParameters: real = scale * (q - zero_point), per tensor (one entry) or
+    per channel along `axis` (TFLite's quantized_dimension)."""
+    scale: list[float]
+    zero_point: list[int]
+    axis: int = 0
+
+    def to_fb(self) -> QuantizationParametersT:
+        q = QuantizationParametersT()
+        q.scale = [float(s) for s in self.scale]
+        q.zeroPoint = [int(z) for z in self.zero_point]
+        q.quantizedDimension = int(self.axis)
+        return q
 
 
 class AlignedBufferT(buffer_fb.BufferT):
@@ -75,23 +93,25 @@ class TfliteModel:
     version: int = 3
 
     def tensor(self, name: str, shape: tuple[int, ...] = (), dtype: Any = np.float32,
-               data: np.ndarray | None = None) -> int:
+               data: np.ndarray | None = None, quant: Quant | None = None) -> int:
         t = TensorT()
         t.name, t.shape, t.type = name, [int(d) for d in shape], TYPE_OF[np.dtype(dtype)]
+        if quant is not None:
+            t.quantization = quant.to_fb()
         if data is not None:
             self.buffers.append(np.ascontiguousarray(data, dtype=dtype).tobytes())
             t.buffer = len(self.buffers) - 1
         self.tensors.append(t)
         return len(self.tensors) - 1
 
-    def input(self, name: str, shape: tuple[int, ...], dtype: Any = np.float32) -> int:
-        index = self.tensor(name, shape, dtype)
+    def input(self, name: str, shape: tuple[int, ...], dtype: Any = np.float32, quant: Quant | None = None) -> int:
+        index = self.tensor(name, shape, dtype, quant=quant)
         self.inputs.append(index)
         return index
 
-    def const(self, name: str, array: np.ndarray) -> int:
+    def const(self, name: str, array: np.ndarray, quant: Quant | None = None) -> int:
         array = np.asarray(array)
-        return self.tensor(name, array.shape, array.dtype, array)
+        return self.tensor(name, array.shape, array.dtype, array, quant)
 
     def op(self, code: int | str, inputs: list[int], outputs: list[int], options: Any = None) -> None:
         number = getattr(BuiltinOperator, code) if isinstance(code, str) else code

@@ -1,5 +1,6 @@
 """The "elementwise" kernel: evaluates attrs["expr"] (an Expr DAG) over inputs broadcast
-numpy-style to the output shape.
+numpy-style to the output shape. Every step computes in its own dtype (ExprStep.dtype; see
+elementwise_typed.py and typed_values.py for how each dtype lives in registers and memory).
 
 Dims are collapsed first, so the kernel walks a (rows..., cols) iteration space; the innermost
 axis is vectorized with target.vector_bits wide vectors (inputs with stride 0 there are loaded once
@@ -9,15 +10,21 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from iree_py.codegen.kernel_spec import BINARY_OPS, UNARY_OPS, Expr, KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import (F32, begin_kernel, const_i64, float_vector, for_range, lanes_f32,
-                                         load_f32, splat_value, static_shape, store_f32, strides_of)
-from iree_py.codegen.llvm.math import emit_binary, emit_unary
+from iree_py.codegen.kernel_spec import (EXPR_BINARY_OPS, EXPR_TERNARY_OPS, EXPR_UNARY_OPS, Expr, KernelInfo,
+                                        KernelSpec)
+from iree_py.codegen.llvm.common import (begin_kernel, const_i64, for_range, lanes_f32, splat_value, static_shape,
+                                         strides_of)
+from iree_py.codegen.llvm.elementwise_typed import StepError, emit_step, result_dtype_ok
 from iree_py.codegen.llvm.shapes import broadcast_strides, collapse_dims
+from iree_py.codegen.llvm.typed_values import load_typed, register_type, store_typed
 from iree_py.ir.types import DType
 
 COLUMN_TILE = 16384      # elements of one row a workgroup handles at most
 ROW_GROUP_ELEMENTS = 8192  # rows are grouped so a workgroup covers about this many elements
+
+
+def _arity(op: str) -> int:
+    return 1 if op in EXPR_UNARY_OPS else 2 if op in EXPR_BINARY_OPS else 3
 
 
 def _check_expr(spec: KernelSpec) -> Expr:
@@ -25,11 +32,12 @@ def _check_expr(spec: KernelSpec) -> Expr:
     if not isinstance(expr, Expr):
         raise ValueError(f"elementwise kernel {spec.name}: attrs['expr'] must be an Expr, got {type(expr).__name__}")
     for j, step in enumerate(expr.steps):
-        if step.op not in UNARY_OPS and step.op not in BINARY_OPS:
+        if step.op not in EXPR_UNARY_OPS and step.op not in EXPR_BINARY_OPS and step.op not in EXPR_TERNARY_OPS:
             raise ValueError(f"elementwise kernel {spec.name} step {j}: unsupported op {step.op!r}")
-        want = 1 if step.op in UNARY_OPS else 2
+        want = _arity(step.op)
         if len(step.args) != want:
-            raise ValueError(f"elementwise kernel {spec.name} step {j}: {step.op} takes {want} args, got {len(step.args)}")
+            raise ValueError(f"elementwise kernel {spec.name} step {j}: {step.op} takes {want} args, "
+                             f"got {len(step.args)}")
         for kind, k in step.args:
             if kind == "in" and not 0 <= k < len(spec.inputs):
                 raise ValueError(f"elementwise kernel {spec.name} step {j}: no input {k}")
@@ -42,20 +50,43 @@ def _check_expr(spec: KernelSpec) -> Expr:
     return expr
 
 
-def evaluate_expr(b: ir.IRBuilder, expr: Expr, load_input) -> ir.Value:
+def step_dtypes(spec: KernelSpec, expr: Expr) -> list[DType]:
+    """The result dtype of every step (ExprStep.dtype, or its first argument's); ValueError when a
+    step's operand and result dtypes do not fit its op or the last step's dtype is not the output's."""
+    dtypes: list[DType] = []
+
+    def of(a: tuple[str, int]) -> DType:
+        return spec.inputs[a[1]].dtype if a[0] == "in" else dtypes[a[1]]
+
+    for j, step in enumerate(expr.steps):
+        arg_dtypes = [of(a) for a in step.args]
+        dtype = step.dtype or (arg_dtypes[1] if step.op == "Where" else arg_dtypes[0])
+        why = result_dtype_ok(step.op, arg_dtypes, dtype)
+        if why:
+            raise ValueError(f"elementwise kernel {spec.name} step {j}: {why}")
+        dtypes.append(dtype)
+    last = dtypes[-1] if dtypes else spec.inputs[0].dtype
+    if last != spec.outputs[0].dtype:
+        raise ValueError(f"elementwise kernel {spec.name}: the expression gives {last.value}, "
+                         f"the output is {spec.outputs[0]}")
+    return dtypes
+
+
+def evaluate_expr(b: ir.IRBuilder, spec: KernelSpec, expr: Expr, dtypes: list[DType], load_input) -> ir.Value:
     """Emit the Expr's steps; `load_input(i)` returns the value of input i (loaded once)."""
     if not expr.steps:
         return load_input(0)
     results: list[ir.Value] = []
 
-    def arg(a: tuple[str, int]) -> ir.Value:
-        return load_input(a[1]) if a[0] == "in" else results[a[1]]
+    def arg(a: tuple[str, int]) -> tuple[ir.Value, DType]:
+        return (load_input(a[1]), spec.inputs[a[1]].dtype) if a[0] == "in" else (results[a[1]], dtypes[a[1]])
 
-    for step in expr.steps:
-        if step.op in BINARY_OPS:
-            results.append(emit_binary(b, step.op, arg(step.args[0]), arg(step.args[1])))
-        else:
-            results.append(emit_unary(b, step.op, dict(step.attrs), arg(step.args[0])))
+    for j, step in enumerate(expr.steps):
+        values, arg_dtypes = zip(*(arg(a) for a in step.args))
+        try:
+            results.append(emit_step(b, step.op, dict(step.attrs), list(values), list(arg_dtypes), dtypes[j]))
+        except StepError as e:
+            raise ValueError(f"elementwise kernel {spec.name} step {j}: {e}") from None
     return results[-1]
 
 
@@ -63,9 +94,8 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
     expr = _check_expr(spec)
     if len(spec.outputs) != 1:
         raise ValueError(f"elementwise kernel {spec.name}: expected 1 output, got {len(spec.outputs)}")
-    for t in (*spec.inputs, *spec.outputs):
-        if t.dtype != DType.f32:
-            raise ValueError(f"elementwise kernel {spec.name}: only f32 is supported, got {t}")
+    dtypes = step_dtypes(spec, expr)
+    out_dtype = spec.outputs[0].dtype
     out_shape = static_shape(spec.outputs[0], f"elementwise kernel {spec.name} output")
     in_strides = [broadcast_strides(static_shape(t, f"kernel {spec.name} input"), out_shape,
                                     f"elementwise kernel {spec.name} input {i}")
@@ -108,24 +138,26 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
                     offsets[k] = b.add(offsets[k], b.mul(idx, const_i64(st[axis])))
         out_off, in_offs = offsets[0], offsets[1:]
 
-        def emit_columns(start, stop, ty, step):
-            with for_range(b, start, stop, step=step, name="col") as col:
+        def emit_columns(start, stop, width: int):
+            with for_range(b, start, stop, step=width, name="col") as col:
                 cache: dict[int, ir.Value] = {}
 
                 def load_input(i: int) -> ir.Value:
                     if i not in cache:
+                        dtype = spec.inputs[i].dtype
                         if in_strides[i][-1] == 0:  # broadcast along the row: one element, splat
-                            cache[i] = splat_value(b, load_f32(b, in_ptrs[i], in_offs[i]), ty)
+                            one = load_typed(b, dtype, in_ptrs[i], in_offs[i])
+                            cache[i] = splat_value(b, one, register_type(dtype, width))
                         else:
-                            cache[i] = load_f32(b, in_ptrs[i], b.add(in_offs[i], col), ty)
+                            cache[i] = load_typed(b, dtype, in_ptrs[i], b.add(in_offs[i], col), width)
                     return cache[i]
 
-                value = evaluate_expr(b, expr, load_input)
-                store_f32(b, value, out_ptr, b.add(out_off, col))
+                value = evaluate_expr(b, spec, expr, dtypes, load_input)
+                store_typed(b, out_dtype, value, out_ptr, b.add(out_off, col))
 
         if lanes > 1:
-            emit_columns(col_start, vec_stop, float_vector(lanes), lanes)
-        emit_columns(vec_stop, col_stop, F32, 1)
+            emit_columns(col_start, vec_stop, lanes)
+        emit_columns(vec_stop, col_stop, 1)
     kb.finish()
     return KernelInfo(spec.name, (col_tiles, row_groups, 1), (),
                       tuple(t.num_bytes for t in (*spec.inputs, *spec.outputs)))

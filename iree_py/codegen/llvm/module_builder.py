@@ -38,8 +38,26 @@ KERNEL_BUILDERS: dict[str, str] = {
     # -- dtypes: entries below this line --
     # -- nn: entries below this line --
     # -- quant: entries below this line --
+    "quantize": "qelementwise:build_quantize",
+    "dequantize": "qelementwise:build_dequantize",
+    "qadd": "qelementwise:build_qadd",
+    "qconv": "qconv:build",
+    "qmatmul": "qmatmul:build",
+    "qavgpool": "qpool:build",
     # -- indexing: entries below this line --
+    "gather": "gather:build_gather",
+    "gather_elements": "gather:build_gather_elements",
+    "gather_nd": "gather:build_gather_nd",
+    "scatter_elements": "scatter:build_scatter_elements",
+    "scatter_nd": "scatter:build_scatter_nd",
+    "expand": "expand:build",
     # -- resize_pad: entries below this line --
+    "resize": "resize:build",
+    "pad": "pad:build",
+    "argmax": "argminmax:build",
+    "argmin": "argminmax:build",
+    "cumsum": "cumsum:build",
+    "topk": "topk:build",
 }
 
 

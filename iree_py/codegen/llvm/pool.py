@@ -117,6 +117,9 @@ def _build_global_avg(spec: KernelSpec, module: ir.Module, target) -> KernelInfo
 
 
 def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
+    if spec.kind == "maxpool" and spec.inputs and spec.inputs[0].dtype in (DType.i8, DType.u8):
+        from iree_py.codegen.llvm import qpool  # quant: integer max pooling
+        return qpool.build(spec, module, target)
     if spec.kind == "globalavgpool":
         return _build_global_avg(spec, module, target)
     if spec.kind in ("maxpool", "avgpool"):

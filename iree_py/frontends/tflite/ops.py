@@ -432,7 +432,15 @@ CONVERTERS: dict[int, Converter] = {
     B.PADV2: pad,
     B.DEQUANTIZE: dequantize,
     # -- tflite_quant: entries below this line --
+    **__import__("iree_py.frontends.tflite.quant_ops", fromlist=["converters"]).converters({
+        "CONV_2D": conv_2d, "DEPTHWISE_CONV_2D": depthwise_conv_2d, "FULLY_CONNECTED": fully_connected,
+        "ADD": _binary("Add", AddOptionsT), "MAX_POOL_2D": _pool("MaxPool"), "AVERAGE_POOL_2D": _pool("AveragePool"),
+        "CONCATENATION": concatenation, "DEQUANTIZE": dequantize}),
     # -- dtypes: entries below this line --
     # -- indexing: entries below this line --
+    **__import__("iree_py.frontends.tflite.indexing_ops", fromlist=["TFLITE_INDEXING_CONVERTERS"]
+                 ).TFLITE_INDEXING_CONVERTERS,
     # -- resize_pad: entries below this line --
+    **__import__("iree_py.frontends.tflite.resize_pad_ops", fromlist=["TFLITE_RESIZE_PAD_CONVERTERS"]
+                 ).TFLITE_RESIZE_PAD_CONVERTERS,
 }

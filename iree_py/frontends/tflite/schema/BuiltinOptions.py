@@ -11,9 +11,11 @@ class BuiltinOptions(object):
     SoftmaxOptions = 9
     ConcatenationOptions = 10
     AddOptions = 11
+    ResizeBilinearOptions = 15
     ReshapeOptions = 17
     MulOptions = 21
     PadOptions = 22
+    GatherOptions = 23
     TransposeOptions = 26
     ReducerOptions = 27
     SubOptions = 28
@@ -22,10 +24,14 @@ class BuiltinOptions(object):
     StridedSliceOptions = 32
     LogSoftmaxOptions = 36
     DequantizeOptions = 38
+    ArgMaxOptions = 40
     PadV2Options = 43
     SliceOptions = 48
     ExpandDimsOptions = 52
+    ArgMinOptions = 57
+    ResizeNearestNeighborOptions = 74
     LeakyReluOptions = 75
+    MirrorPadOptions = 77
     HardSwishOptions = 91
     BatchMatMulOptions = 101
     GeluOptions = 116
@@ -55,6 +61,9 @@ def BuiltinOptionsCreator(unionType, table):
     if unionType == BuiltinOptions().AddOptions:
         import iree_py.frontends.tflite.schema.AddOptions
         return iree_py.frontends.tflite.schema.AddOptions.AddOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().ResizeBilinearOptions:
+        import iree_py.frontends.tflite.schema.ResizeBilinearOptions
+        return iree_py.frontends.tflite.schema.ResizeBilinearOptions.ResizeBilinearOptionsT.InitFromBuf(table.Bytes, table.Pos)
     if unionType == BuiltinOptions().ReshapeOptions:
         import iree_py.frontends.tflite.schema.ReshapeOptions
         return iree_py.frontends.tflite.schema.ReshapeOptions.ReshapeOptionsT.InitFromBuf(table.Bytes, table.Pos)
@@ -64,6 +73,9 @@ def BuiltinOptionsCreator(unionType, table):
     if unionType == BuiltinOptions().PadOptions:
         import iree_py.frontends.tflite.schema.PadOptions
         return iree_py.frontends.tflite.schema.PadOptions.PadOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().GatherOptions:
+        import iree_py.frontends.tflite.schema.GatherOptions
+        return iree_py.frontends.tflite.schema.GatherOptions.GatherOptionsT.InitFromBuf(table.Bytes, table.Pos)
     if unionType == BuiltinOptions().TransposeOptions:
         import iree_py.frontends.tflite.schema.TransposeOptions
         return iree_py.frontends.tflite.schema.TransposeOptions.TransposeOptionsT.InitFromBuf(table.Bytes, table.Pos)
@@ -88,6 +100,9 @@ def BuiltinOptionsCreator(unionType, table):
     if unionType == BuiltinOptions().DequantizeOptions:
         import iree_py.frontends.tflite.schema.DequantizeOptions
         return iree_py.frontends.tflite.schema.DequantizeOptions.DequantizeOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().ArgMaxOptions:
+        import iree_py.frontends.tflite.schema.ArgMaxOptions
+        return iree_py.frontends.tflite.schema.ArgMaxOptions.ArgMaxOptionsT.InitFromBuf(table.Bytes, table.Pos)
     if unionType == BuiltinOptions().PadV2Options:
         import iree_py.frontends.tflite.schema.PadV2Options
         return iree_py.frontends.tflite.schema.PadV2Options.PadV2OptionsT.InitFromBuf(table.Bytes, table.Pos)
@@ -97,9 +112,18 @@ def BuiltinOptionsCreator(unionType, table):
     if unionType == BuiltinOptions().ExpandDimsOptions:
         import iree_py.frontends.tflite.schema.ExpandDimsOptions
         return iree_py.frontends.tflite.schema.ExpandDimsOptions.ExpandDimsOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().ArgMinOptions:
+        import iree_py.frontends.tflite.schema.ArgMinOptions
+        return iree_py.frontends.tflite.schema.ArgMinOptions.ArgMinOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().ResizeNearestNeighborOptions:
+        import iree_py.frontends.tflite.schema.ResizeNearestNeighborOptions
+        return iree_py.frontends.tflite.schema.ResizeNearestNeighborOptions.ResizeNearestNeighborOptionsT.InitFromBuf(table.Bytes, table.Pos)
     if unionType == BuiltinOptions().LeakyReluOptions:
         import iree_py.frontends.tflite.schema.LeakyReluOptions
         return iree_py.frontends.tflite.schema.LeakyReluOptions.LeakyReluOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().MirrorPadOptions:
+        import iree_py.frontends.tflite.schema.MirrorPadOptions
+        return iree_py.frontends.tflite.schema.MirrorPadOptions.MirrorPadOptionsT.InitFromBuf(table.Bytes, table.Pos)
     if unionType == BuiltinOptions().HardSwishOptions:
         import iree_py.frontends.tflite.schema.HardSwishOptions
         return iree_py.frontends.tflite.schema.HardSwishOptions.HardSwishOptionsT.InitFromBuf(table.Bytes, table.Pos)

@@ -167,6 +167,8 @@ def OperatorEnd(builder): return builder.EndObject()
 def End(builder):
     return OperatorEnd(builder)
 import iree_py.frontends.tflite.schema.AddOptions
+import iree_py.frontends.tflite.schema.ArgMaxOptions
+import iree_py.frontends.tflite.schema.ArgMinOptions
 import iree_py.frontends.tflite.schema.BatchMatMulOptions
 import iree_py.frontends.tflite.schema.BuiltinOptions
 import iree_py.frontends.tflite.schema.ConcatenationOptions
@@ -176,16 +178,20 @@ import iree_py.frontends.tflite.schema.DequantizeOptions
 import iree_py.frontends.tflite.schema.DivOptions
 import iree_py.frontends.tflite.schema.ExpandDimsOptions
 import iree_py.frontends.tflite.schema.FullyConnectedOptions
+import iree_py.frontends.tflite.schema.GatherOptions
 import iree_py.frontends.tflite.schema.GeluOptions
 import iree_py.frontends.tflite.schema.HardSwishOptions
 import iree_py.frontends.tflite.schema.LeakyReluOptions
 import iree_py.frontends.tflite.schema.LogSoftmaxOptions
+import iree_py.frontends.tflite.schema.MirrorPadOptions
 import iree_py.frontends.tflite.schema.MulOptions
 import iree_py.frontends.tflite.schema.PadOptions
 import iree_py.frontends.tflite.schema.PadV2Options
 import iree_py.frontends.tflite.schema.Pool2DOptions
 import iree_py.frontends.tflite.schema.ReducerOptions
 import iree_py.frontends.tflite.schema.ReshapeOptions
+import iree_py.frontends.tflite.schema.ResizeBilinearOptions
+import iree_py.frontends.tflite.schema.ResizeNearestNeighborOptions
 import iree_py.frontends.tflite.schema.SliceOptions
 import iree_py.frontends.tflite.schema.SoftmaxOptions
 import iree_py.frontends.tflite.schema.SqueezeOptions
@@ -205,7 +211,7 @@ class OperatorT(object):
         self.inputs = None  # type: List[int]
         self.outputs = None  # type: List[int]
         self.builtinOptionsType = 0  # type: int
-        self.builtinOptions = None  # type: Union[None, iree_py.frontends.tflite.schema.Conv2DOptions.Conv2DOptionsT, iree_py.frontends.tflite.schema.DepthwiseConv2DOptions.DepthwiseConv2DOptionsT, iree_py.frontends.tflite.schema.Pool2DOptions.Pool2DOptionsT, iree_py.frontends.tflite.schema.FullyConnectedOptions.FullyConnectedOptionsT, iree_py.frontends.tflite.schema.SoftmaxOptions.SoftmaxOptionsT, iree_py.frontends.tflite.schema.ConcatenationOptions.ConcatenationOptionsT, iree_py.frontends.tflite.schema.AddOptions.AddOptionsT, iree_py.frontends.tflite.schema.ReshapeOptions.ReshapeOptionsT, iree_py.frontends.tflite.schema.MulOptions.MulOptionsT, iree_py.frontends.tflite.schema.PadOptions.PadOptionsT, iree_py.frontends.tflite.schema.TransposeOptions.TransposeOptionsT, iree_py.frontends.tflite.schema.ReducerOptions.ReducerOptionsT, iree_py.frontends.tflite.schema.SubOptions.SubOptionsT, iree_py.frontends.tflite.schema.DivOptions.DivOptionsT, iree_py.frontends.tflite.schema.SqueezeOptions.SqueezeOptionsT, iree_py.frontends.tflite.schema.StridedSliceOptions.StridedSliceOptionsT, iree_py.frontends.tflite.schema.LogSoftmaxOptions.LogSoftmaxOptionsT, iree_py.frontends.tflite.schema.DequantizeOptions.DequantizeOptionsT, iree_py.frontends.tflite.schema.PadV2Options.PadV2OptionsT, iree_py.frontends.tflite.schema.SliceOptions.SliceOptionsT, iree_py.frontends.tflite.schema.ExpandDimsOptions.ExpandDimsOptionsT, iree_py.frontends.tflite.schema.LeakyReluOptions.LeakyReluOptionsT, iree_py.frontends.tflite.schema.HardSwishOptions.HardSwishOptionsT, iree_py.frontends.tflite.schema.BatchMatMulOptions.BatchMatMulOptionsT, iree_py.frontends.tflite.schema.GeluOptions.GeluOptionsT]
+        self.builtinOptions = None  # type: Union[None, iree_py.frontends.tflite.schema.Conv2DOptions.Conv2DOptionsT, iree_py.frontends.tflite.schema.DepthwiseConv2DOptions.DepthwiseConv2DOptionsT, iree_py.frontends.tflite.schema.Pool2DOptions.Pool2DOptionsT, iree_py.frontends.tflite.schema.FullyConnectedOptions.FullyConnectedOptionsT, iree_py.frontends.tflite.schema.SoftmaxOptions.SoftmaxOptionsT, iree_py.frontends.tflite.schema.ConcatenationOptions.ConcatenationOptionsT, iree_py.frontends.tflite.schema.AddOptions.AddOptionsT, iree_py.frontends.tflite.schema.ResizeBilinearOptions.ResizeBilinearOptionsT, iree_py.frontends.tflite.schema.ReshapeOptions.ReshapeOptionsT, iree_py.frontends.tflite.schema.MulOptions.MulOptionsT, iree_py.frontends.tflite.schema.PadOptions.PadOptionsT, iree_py.frontends.tflite.schema.GatherOptions.GatherOptionsT, iree_py.frontends.tflite.schema.TransposeOptions.TransposeOptionsT, iree_py.frontends.tflite.schema.ReducerOptions.ReducerOptionsT, iree_py.frontends.tflite.schema.SubOptions.SubOptionsT, iree_py.frontends.tflite.schema.DivOptions.DivOptionsT, iree_py.frontends.tflite.schema.SqueezeOptions.SqueezeOptionsT, iree_py.frontends.tflite.schema.StridedSliceOptions.StridedSliceOptionsT, iree_py.frontends.tflite.schema.LogSoftmaxOptions.LogSoftmaxOptionsT, iree_py.frontends.tflite.schema.DequantizeOptions.DequantizeOptionsT, iree_py.frontends.tflite.schema.ArgMaxOptions.ArgMaxOptionsT, iree_py.frontends.tflite.schema.PadV2Options.PadV2OptionsT, iree_py.frontends.tflite.schema.SliceOptions.SliceOptionsT, iree_py.frontends.tflite.schema.ExpandDimsOptions.ExpandDimsOptionsT, iree_py.frontends.tflite.schema.ArgMinOptions.ArgMinOptionsT, iree_py.frontends.tflite.schema.ResizeNearestNeighborOptions.ResizeNearestNeighborOptionsT, iree_py.frontends.tflite.schema.LeakyReluOptions.LeakyReluOptionsT, iree_py.frontends.tflite.schema.MirrorPadOptions.MirrorPadOptionsT, iree_py.frontends.tflite.schema.HardSwishOptions.HardSwishOptionsT, iree_py.frontends.tflite.schema.BatchMatMulOptions.BatchMatMulOptionsT, iree_py.frontends.tflite.schema.GeluOptions.GeluOptionsT]
         self.customOptions = None  # type: List[int]
 
     @classmethod

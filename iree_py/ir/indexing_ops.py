@@ -1,0 +1,193 @@
+"""Shape rules and numpy reference kernels of the indexing ops: Gather, GatherElements, GatherND,
+ScatterElements, ScatterND and Expand (docs/ir.md, "Indexing ops").
+
+Index tensors are i32 or i64. A negative index counts from the end of its axis. An index still
+outside the axis after that does not fault: a gather gives zeros for the element or row it would
+have read, a scatter skips the update (the kernels never touch memory outside their bindings).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from iree_py.ir.types import DType, TensorType
+
+INDEX_DTYPES = frozenset({DType.i32, DType.i64})
+SCATTER_REDUCTIONS = ("none", "add", "mul", "max", "min")
+
+
+def _static(t: TensorType) -> tuple[int, ...]:
+    if not t.is_static:
+        raise ValueError(f"shape {t} is not static")
+    return tuple(int(d) for d in t.shape)
+
+
+def _check_indices(t: TensorType) -> tuple[int, ...]:
+    if t.dtype not in INDEX_DTYPES:
+        raise ValueError(f"indices {t} must be i32 or i64")
+    return _static(t)
+
+
+def _check_axis(axis: int, rank: int, what: TensorType) -> None:
+    if not 0 <= axis < rank:
+        raise ValueError(f"axis {axis} out of range for {what}")
+
+
+# ------------------------------------------------------------------------------------ shape rules
+
+def gather_rule(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    data, indices = _static(inputs[0]), _check_indices(inputs[1])
+    axis = attrs["axis"]
+    _check_axis(axis, len(data), inputs[0])
+    return [TensorType(inputs[0].dtype, (*data[:axis], *indices, *data[axis + 1:]))]
+
+
+def gather_elements_rule(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    data, indices = _static(inputs[0]), _check_indices(inputs[1])
+    axis = attrs["axis"]
+    _check_axis(axis, len(data), inputs[0])
+    if len(indices) != len(data):
+        raise ValueError(f"indices {inputs[1]} must have the rank of data {inputs[0]}")
+    if any(i > d for k, (i, d) in enumerate(zip(indices, data)) if k != axis):
+        raise ValueError(f"indices {inputs[1]} larger than data {inputs[0]} outside axis {axis}")
+    return [TensorType(inputs[0].dtype, indices)]
+
+
+def gather_nd_shape(data: tuple[int, ...], indices: tuple[int, ...], batch_dims: int) -> tuple[int, ...]:
+    """GatherND's output shape; ValueError when data and indices do not fit together."""
+    if not indices:
+        raise ValueError("indices must have rank >= 1")
+    k = indices[-1]
+    if not 0 <= batch_dims < min(len(data), len(indices)):
+        raise ValueError(f"batch_dims {batch_dims} must be below the ranks of data {data} and indices {indices}")
+    if data[:batch_dims] != indices[:batch_dims]:
+        raise ValueError(f"batch dims differ: data {data} and indices {indices} (batch_dims {batch_dims})")
+    if not 1 <= k <= len(data) - batch_dims:
+        raise ValueError(f"index tuples of length {k} do not fit data {data} after {batch_dims} batch dims")
+    return (*indices[:-1], *data[batch_dims + k:])
+
+
+def gather_nd_rule(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    shape = gather_nd_shape(_static(inputs[0]), _check_indices(inputs[1]), attrs["batch_dims"])
+    return [TensorType(inputs[0].dtype, shape)]
+
+
+def _check_reduction(attrs: dict[str, Any]) -> None:
+    if attrs["reduction"] not in SCATTER_REDUCTIONS:
+        raise ValueError(f"reduction {attrs['reduction']!r} is not one of {list(SCATTER_REDUCTIONS)}")
+
+
+def scatter_elements_rule(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    data, indices = _static(inputs[0]), _check_indices(inputs[1])
+    _check_reduction(attrs)
+    axis = attrs["axis"]
+    _check_axis(axis, len(data), inputs[0])
+    if inputs[2].dtype != inputs[0].dtype or _static(inputs[2]) != indices:
+        raise ValueError(f"updates {inputs[2]} must have the shape of indices {inputs[1]} and the dtype of data")
+    if len(indices) != len(data) or any(i > d for k, (i, d) in enumerate(zip(indices, data)) if k != axis):
+        raise ValueError(f"indices {inputs[1]} must have the rank of data {inputs[0]} and fit it outside axis {axis}")
+    return [inputs[0]]
+
+
+def scatter_nd_rule(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    data, indices = _static(inputs[0]), _check_indices(inputs[1])
+    _check_reduction(attrs)
+    want = gather_nd_shape(data, indices, 0)
+    if inputs[2].dtype != inputs[0].dtype or _static(inputs[2]) != want:
+        raise ValueError(f"updates {inputs[2]} should be {want} of data's dtype for data {inputs[0]} "
+                         f"and indices {inputs[1]}")
+    return [inputs[0]]
+
+
+def expand_rule(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    shape = tuple(int(d) for d in attrs["shape"])
+    try:
+        broadcast = np.broadcast_shapes(_static(inputs[0]), shape)
+    except ValueError:
+        raise ValueError(f"{inputs[0]} does not broadcast to {list(shape)}") from None
+    if tuple(broadcast) != shape:
+        raise ValueError(f"{inputs[0]} broadcast to {list(shape)} gives {list(broadcast)}")
+    return [TensorType(inputs[0].dtype, shape)]
+
+
+# ------------------------------------------------------------------------------ reference kernels
+
+def _wrap(indices: np.ndarray, dim: int | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(indices with negatives wrapped, clipped into range; mask of the ones that were in range)."""
+    idx = indices.astype(np.int64)
+    idx = np.where(idx < 0, idx + dim, idx)
+    valid = (idx >= 0) & (idx < dim)
+    return np.where(valid, idx, 0), valid
+
+
+def gather(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    data, axis = ins[0], attrs["axis"]
+    idx, valid = _wrap(ins[1], data.shape[axis])
+    out = np.take(data, idx, axis=axis) if data.shape[axis] else \
+        np.zeros((*data.shape[:axis], *idx.shape, *data.shape[axis + 1:]), data.dtype)
+    mask = valid.reshape((1,) * axis + valid.shape + (1,) * (data.ndim - axis - 1))
+    return np.where(mask, out, np.zeros((), data.dtype)).astype(data.dtype)
+
+
+def gather_elements(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    data, axis = ins[0], attrs["axis"]
+    window = tuple(slice(None) if k == axis else slice(0, n) for k, n in enumerate(ins[1].shape))
+    idx, valid = _wrap(ins[1], data.shape[axis])
+    out = np.take_along_axis(data[window], idx, axis=axis)
+    return np.where(valid, out, np.zeros((), data.dtype)).astype(data.dtype)
+
+
+def _nd_rows(data_shape: tuple[int, ...], indices: np.ndarray, batch_dims: int):
+    """Yield (batch index, position in indices[..., :], data index tuple or None when out of range)."""
+    k = indices.shape[-1]
+    dims = data_shape[batch_dims:batch_dims + k]
+    for pos in np.ndindex(*indices.shape[:-1]):
+        idx, valid = _wrap(indices[pos], np.array(dims))
+        yield pos[:batch_dims], pos, tuple(int(i) for i in idx) if valid.all() else None
+
+
+def gather_nd(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    data, indices, b = ins[0], ins[1], attrs["batch_dims"]
+    out = np.zeros(gather_nd_shape(data.shape, indices.shape, b), data.dtype)
+    for batch, pos, where in _nd_rows(data.shape, indices, b):
+        if where is not None:
+            out[pos] = data[batch + where]
+    return out
+
+
+def _combine(reduction: str, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    if reduction == "none":
+        return new
+    if reduction == "add":
+        return old + new
+    if reduction == "mul":
+        return old * new
+    return np.maximum(old, new) if reduction == "max" else np.minimum(old, new)
+
+
+def scatter_elements(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    data, indices, updates = ins
+    axis, reduction = attrs["axis"], attrs["reduction"]
+    out = data.copy()
+    idx, valid = _wrap(indices, data.shape[axis])
+    with np.errstate(all="ignore"):
+        for pos in np.ndindex(*indices.shape):
+            if valid[pos]:
+                at = pos[:axis] + (int(idx[pos]),) + pos[axis + 1:]
+                out[at] = _combine(reduction, out[at], updates[pos])
+    return out
+
+
+def scatter_nd(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    data, indices, updates = ins
+    out = data.copy()
+    with np.errstate(all="ignore"):
+        for _, pos, where in _nd_rows(data.shape, indices, 0):
+            if where is not None:
+                out[where] = _combine(attrs["reduction"], out[where], updates[pos])
+    return out
+
+
+def expand(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    return np.broadcast_to(ins[0], tuple(attrs["shape"])).copy()

@@ -1,0 +1,97 @@
+"""Dtype sets and the shape rules of Cast, comparisons, logic, Where, shifts, IsNaN/IsInf and
+FloorMod (registered in ops.py's table through `op_defs`). Kept apart from ops.py so it imports
+nothing from it (ops.py calls op_defs while it builds its table and imports the dtype sets)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from iree_py.ir.types import DType, TensorType
+
+FLOAT_DTYPES = frozenset(d for d in DType if d.numpy.kind == "f")
+# Ops whose kernels approximate in single precision (exp, log, trig, ...) take no f64: an f64
+# result computed in f32 would overflow early and lose digits.
+SINGLE_HALF_DTYPES = frozenset({DType.f32, DType.f16})
+INT_DTYPES = frozenset(d for d in DType if d.numpy.kind in "iu")
+UNSIGNED_DTYPES = frozenset(d for d in DType if d.numpy.kind == "u")
+NUMERIC_DTYPES = FLOAT_DTYPES | INT_DTYPES
+BOOL_DTYPES = frozenset({DType.bool})
+
+COMPARE_OPS = ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual")
+LOGIC_OPS = ("And", "Or", "Xor")
+SHIFT_OPS = ("ShiftLeft", "ShiftRight")
+
+
+def _static(t: TensorType) -> tuple[int, ...]:
+    if not t.is_static:
+        raise ValueError(f"shape {t} is not static")
+    return tuple(int(d) for d in t.shape)
+
+
+def broadcast_shape(*types: TensorType) -> tuple[int, ...]:
+    try:
+        shape = np.broadcast_shapes(*(_static(t) for t in types))
+    except ValueError:
+        raise ValueError(f"shapes {', '.join(str(t) for t in types)} do not broadcast") from None
+    return tuple(int(d) for d in shape)
+
+
+def _same_dtype(a: TensorType, b: TensorType) -> None:
+    if a.dtype != b.dtype:
+        raise ValueError(f"operand dtypes differ: {a} and {b}")
+
+
+def _compare(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    a, b = inputs
+    _same_dtype(a, b)
+    return [TensorType(DType.bool, broadcast_shape(a, b))]
+
+
+def _logic(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    for t in inputs:
+        if t.dtype != DType.bool:
+            raise ValueError(f"logic ops take bool operands, got {t}")
+    return [TensorType(DType.bool, broadcast_shape(*inputs))]
+
+
+def _predicate(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    return [TensorType(DType.bool, inputs[0].shape)]
+
+
+def _cast(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    names = [d.value for d in DType]
+    if attrs["to"] not in names:
+        raise ValueError(f"Cast to {attrs['to']!r}: expected one of {names}")
+    return [TensorType(DType(attrs["to"]), inputs[0].shape)]
+
+
+def _where(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    cond, x, y = inputs
+    if cond.dtype != DType.bool:
+        raise ValueError(f"Where condition must be bool, got {cond}")
+    _same_dtype(x, y)
+    return [TensorType(x.dtype, broadcast_shape(cond, x, y))]
+
+
+def _binary_same(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    a, b = inputs
+    _same_dtype(a, b)
+    return [TensorType(a.dtype, broadcast_shape(a, b))]
+
+
+def op_defs(opdef: type) -> list:
+    """The OpDefs of this file; `opdef` is ops.OpDef."""
+    return [
+        opdef("Cast", ("to",), 1, 1, _cast, elementwise=True, dtypes=NUMERIC_DTYPES | BOOL_DTYPES),
+        *(opdef(op, (), 2, 2, _compare, elementwise=True,
+                dtypes=NUMERIC_DTYPES | (BOOL_DTYPES if op == "Equal" else frozenset())) for op in COMPARE_OPS),
+        *(opdef(op, (), 2, 2, _logic, elementwise=True, dtypes=BOOL_DTYPES) for op in LOGIC_OPS),
+        opdef("Not", (), 1, 1, _logic, elementwise=True, dtypes=BOOL_DTYPES),
+        opdef("Where", (), 3, 3, _where, elementwise=True, dtypes=BOOL_DTYPES),
+        opdef("IsNaN", (), 1, 1, _predicate, elementwise=True, dtypes=FLOAT_DTYPES),
+        opdef("IsInf", ("detect_negative", "detect_positive"), 1, 1, _predicate, elementwise=True,
+              dtypes=FLOAT_DTYPES),
+        *(opdef(op, (), 2, 2, _binary_same, elementwise=True, dtypes=INT_DTYPES) for op in SHIFT_OPS),
+        opdef("FloorMod", (), 2, 2, _binary_same, elementwise=True, dtypes=NUMERIC_DTYPES),
+    ]

@@ -1,0 +1,102 @@
+"""Shape rules of Resize, Pad, ArgMax/ArgMin, CumSum and TopK (registered in ops.py's table through
+`op_defs`). Kept apart from ops.py so it imports nothing from it (ops.py calls op_defs while it
+builds its table)."""
+from __future__ import annotations
+
+from typing import Any
+
+from iree_py.ir.types import DType, TensorType
+
+PAD_MODES = ("constant", "reflect", "edge", "wrap", "symmetric")  # symmetric: TFLite MIRROR_PAD, edge repeated
+
+
+def _static(t: TensorType) -> tuple[int, ...]:
+    if not t.is_static:
+        raise ValueError(f"shape {t} is not static")
+    return tuple(int(d) for d in t.shape)
+
+
+def _resize(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    x, index, weight = inputs
+    shape = _static(x)
+    sizes, taps = [int(d) for d in attrs["sizes"]], [int(n) for n in attrs["taps"]]
+    if len(sizes) != len(shape) or len(taps) != len(shape):
+        raise ValueError(f"Resize sizes {sizes} and taps {taps} need one entry per axis of {x}")
+    if index.dtype != DType.i32 or weight.dtype != DType.f32:
+        raise ValueError(f"Resize tables must be i32 indices and f32 weights, got {index} and {weight}")
+    if x.dtype != DType.f32 and any(n > 1 for n in taps):
+        raise ValueError(f"Resize of {x} blends several taps; only f32 does (other dtypes: nearest only)")
+    for axis, (n, size, dim) in enumerate(zip(taps, sizes, shape)):
+        if n < 0 or size < 0 or (n == 0 and size != dim):
+            raise ValueError(f"Resize axis {axis}: {n} taps for {dim} -> {size}")
+    entries = sum(n * size for n, size in zip(taps, sizes))
+    if _static(index) != (entries,) or _static(weight) != (entries,):
+        raise ValueError(f"Resize tables {index} and {weight} should have {entries} entries")
+    return [TensorType(x.dtype, tuple(sizes))]
+
+
+def pad_output_shape(shape: tuple[int, ...], pads: list[int]) -> tuple[int, ...]:
+    rank = len(shape)
+    if len(pads) != 2 * rank:
+        raise ValueError(f"pads {pads} need {2 * rank} values for rank {rank}")
+    out = tuple(d + pads[i] + pads[rank + i] for i, d in enumerate(shape))
+    if any(d < 0 for d in out):
+        raise ValueError(f"pads {pads} crop more than shape {list(shape)} holds")
+    return out
+
+
+def _pad(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    shape = _static(inputs[0])
+    if attrs["mode"] not in PAD_MODES:
+        raise ValueError(f"Pad mode {attrs['mode']!r} is not one of {list(PAD_MODES)}")
+    pads = [int(p) for p in attrs["pads"]]
+    out = pad_output_shape(shape, pads)
+    kept = [d - max(-pads[i], 0) - max(-pads[len(shape) + i], 0) for i, d in enumerate(shape)]
+    if attrs["mode"] != "constant" and any(k <= 0 for k in kept):
+        raise ValueError(f"Pad mode {attrs['mode']} cannot pad an axis of {inputs[0]} cropped to nothing by {pads}")
+    return [TensorType(inputs[0].dtype, out)]
+
+
+def _arg(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    shape = _static(inputs[0])
+    axis = attrs["axis"]
+    if not 0 <= axis < len(shape) or shape[axis] == 0:
+        raise ValueError(f"axis {axis} out of range (or empty) for {inputs[0]}")
+    if attrs["keepdims"] not in (0, 1) or attrs["select_last_index"] not in (0, 1):
+        raise ValueError(f"keepdims {attrs['keepdims']} and select_last_index {attrs['select_last_index']} must be 0/1")
+    out = tuple(1 if i == axis else d for i, d in enumerate(shape)) if attrs["keepdims"] else \
+        tuple(d for i, d in enumerate(shape) if i != axis)
+    return [TensorType(DType.i64, out)]
+
+
+def _cumsum(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    shape = _static(inputs[0])
+    if not 0 <= attrs["axis"] < len(shape):
+        raise ValueError(f"axis {attrs['axis']} out of range for {inputs[0]}")
+    if attrs["exclusive"] not in (0, 1) or attrs["reverse"] not in (0, 1):
+        raise ValueError(f"exclusive {attrs['exclusive']} and reverse {attrs['reverse']} must be 0/1")
+    return [inputs[0]]
+
+
+def _topk(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    shape = _static(inputs[0])
+    axis, k = attrs["axis"], attrs["k"]
+    if not 0 <= axis < len(shape) or not 0 <= k <= shape[axis]:
+        raise ValueError(f"TopK axis {axis} / k {k} out of range for {inputs[0]}")
+    if attrs["result"] not in ("values", "indices") or attrs["largest"] not in (0, 1):
+        raise ValueError(f"TopK result {attrs['result']!r} must be values/indices, largest 0/1")
+    out = tuple(k if i == axis else d for i, d in enumerate(shape))
+    return [TensorType(inputs[0].dtype if attrs["result"] == "values" else DType.i64, out)]
+
+
+def op_defs(opdef: type, any_dtype: frozenset) -> list:
+    """The OpDef entries (ops.py passes its OpDef class and ANY_DTYPE)."""
+    return [
+        opdef("Resize", ("extrapolation_value", "sizes", "taps"), 3, 3, _resize, dtypes=any_dtype),
+        opdef("Pad", ("mode", "pads", "value"), 1, 1, _pad, dtypes=any_dtype),
+        opdef("ArgMax", ("axis", "keepdims", "select_last_index"), 1, 1, _arg),
+        opdef("ArgMin", ("axis", "keepdims", "select_last_index"), 1, 1, _arg),
+        opdef("CumSum", ("axis", "exclusive", "reverse"), 1, 1, _cumsum),
+        # ONNX TopK's two outputs are two single-output nodes; result says which one.
+        opdef("TopK", ("axis", "k", "largest", "result"), 1, 1, _topk),
+    ]

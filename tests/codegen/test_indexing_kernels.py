@@ -1,0 +1,124 @@
+"""gather / gather_elements / gather_nd / scatter_elements / scatter_nd / expand kernels against the
+numpy reference (iree_py/ir/indexing_ops.py): exact, several element sizes, i32 and i64 indices,
+negative indices, and out-of-range indices (zeros for gathers, skipped updates for scatters)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from iree_py.codegen.kernel_spec import KernelSpec
+from iree_py.codegen.llvm.jit import run_kernels
+from iree_py.ir import indexing_ops
+from iree_py.ir.types import DType, TensorType
+
+rng = np.random.default_rng(7)
+
+
+def _t(a: np.ndarray) -> TensorType:
+    return TensorType(DType.from_numpy(a.dtype), a.shape)
+
+
+def _data(shape: tuple[int, ...], dtype) -> np.ndarray:
+    return (rng.integers(-100, 100, size=shape)).astype(dtype)
+
+
+def _check(cases: list[tuple[str, str, list[np.ndarray], dict]]) -> None:
+    """cases: (kind, reference op, inputs, attrs); every kernel built into one library."""
+    refs = {"gather": indexing_ops.gather, "gather_elements": indexing_ops.gather_elements,
+            "gather_nd": indexing_ops.gather_nd, "scatter_elements": indexing_ops.scatter_elements,
+            "scatter_nd": indexing_ops.scatter_nd, "expand": indexing_ops.expand}
+    wants = [refs[kind](ins, attrs) for kind, _, ins, attrs in cases]
+    specs = [KernelSpec(f"k{i}", kind, tuple(_t(a) for a in ins), (_t(want),), attrs)
+             for i, ((kind, _, ins, attrs), want) in enumerate(zip(cases, wants))]
+    results = run_kernels(specs, [ins for _, _, ins, _ in cases])
+    for (kind, name, _, _), (got,), want in zip(cases, results, wants):
+        np.testing.assert_array_equal(got, want, err_msg=f"{kind} {name}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.int8, np.float16])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_gathers_match_reference(dtype, index_dtype) -> None:
+    data = _data((3, 5, 4), dtype)
+    cases = []
+    for axis in range(3):
+        dim = data.shape[axis]
+        idx = rng.integers(-dim, dim, size=(2, 3)).astype(index_dtype)
+        cases.append(("gather", f"axis{axis}", [data, idx], {"axis": axis}))
+    cases.append(("gather", "scalar index", [data, np.array(-1, index_dtype)], {"axis": 1}))
+    for axis in range(3):
+        shape = tuple(2 if k != axis else 6 for k in range(3))
+        idx = rng.integers(-data.shape[axis], data.shape[axis], size=shape).astype(index_dtype)
+        cases.append(("gather_elements", f"axis{axis}", [data, idx], {"axis": axis}))
+    nd = rng.integers(-3, 3, size=(4, 2)).astype(index_dtype)
+    cases.append(("gather_nd", "k2", [data, nd], {"batch_dims": 0}))
+    cases.append(("gather_nd", "k3", [data, np.array([[0, -1, 2], [2, 4, -4]], index_dtype)], {"batch_dims": 0}))
+    batched = np.stack([rng.integers(-5, 5, size=(2, 1)), rng.integers(-5, 5, size=(2, 1)),
+                        rng.integers(-5, 5, size=(2, 1))]).astype(index_dtype)  # [3, 2, 1]
+    cases.append(("gather_nd", "batch1", [data, batched], {"batch_dims": 1}))
+    _check(cases)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.int32, np.uint8, np.float64])
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+def test_scatters_match_reference(dtype, reduction: str) -> None:
+    data = _data((4, 3, 5), dtype) if dtype != np.uint8 else rng.integers(0, 9, size=(4, 3, 5)).astype(dtype)
+    cases = []
+    for axis in range(3):
+        shape = tuple(2 if k != axis else 7 for k in range(3))
+        idx = rng.integers(-data.shape[axis], data.shape[axis], size=shape).astype(np.int64)
+        upd = _data(shape, dtype) if dtype != np.uint8 else rng.integers(0, 9, size=shape).astype(dtype)
+        cases.append(("scatter_elements", f"axis{axis}", [data, idx, upd], {"axis": axis, "reduction": reduction}))
+    idx = np.array([[1, -1], [0, 2], [1, -1]], np.int32)  # a repeated index: updates apply in order
+    upd = _data((3, 5), dtype) if dtype != np.uint8 else rng.integers(0, 9, size=(3, 5)).astype(dtype)
+    cases.append(("scatter_nd", "k2", [data, idx, upd], {"reduction": reduction}))
+    cases.append(("scatter_nd", "k1", [data, np.array([[3], [-4]], np.int64), data[:2].copy()],
+                  {"reduction": reduction}))
+    _check(cases)
+
+
+def test_out_of_range_indices_read_zeros_and_skip_updates() -> None:
+    data = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+    far = [7, -4, 2 ** 31 - 1, -(2 ** 31)]
+    cases = [
+        ("gather", "axis0", [data, np.array([0, 3, -4, 2], np.int64)], {"axis": 0}),
+        ("gather", "axis1 i32", [data, np.array(far, np.int32)], {"axis": 1}),
+        ("gather", "huge i64", [data, np.array([2 ** 62, -(2 ** 62), 1], np.int64)], {"axis": 1}),
+        ("gather_elements", "axis1", [data, np.array([[4, -5], [1, 9], [-1, 0]], np.int64)], {"axis": 1}),
+        ("gather_nd", "k2", [data, np.array([[0, 4], [3, 0], [2, -1]], np.int64)], {"batch_dims": 0}),
+        ("scatter_elements", "axis0", [data, np.array([[3, -4, 0, 1]], np.int64),
+                                       np.full((1, 4), -1.0, np.float32)], {"axis": 0, "reduction": "none"}),
+        ("scatter_nd", "k1", [data, np.array([[5], [1]], np.int64), np.full((2, 4), 9.0, np.float32)],
+         {"reduction": "add"}),
+    ]
+    _check(cases)
+    assert np.array_equal(indexing_ops.gather([data, np.array([0, 3], np.int64)], {"axis": 0}),
+                          [[1, 2, 3, 4], [0, 0, 0, 0]])
+    assert np.array_equal(indexing_ops.scatter_nd([data, np.array([[5], [1]], np.int64),
+                                                   np.full((2, 4), 9.0, np.float32)], {"reduction": "add"})[1],
+                          [14, 15, 16, 17])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_])
+def test_expand(dtype) -> None:
+    x = (rng.integers(0, 2, size=(3, 1, 4)) if dtype == np.bool_ else _data((3, 1, 4), dtype)).astype(dtype)
+    _check([("expand", "middle", [x, ], {"shape": [2, 3, 5, 4]}),
+            ("expand", "same", [x], {"shape": [3, 1, 4]}),
+            ("expand", "front", [x[0, 0].copy()], {"shape": [6, 4]})])
+
+
+def test_bad_specs_are_rejected() -> None:
+    from iree_py.codegen.llvm import build_executable
+    from iree_py.codegen.target import load_target
+    data, f_idx = TensorType(DType.f32, (3, 4)), TensorType(DType.f32, (2,))
+    with pytest.raises(ValueError, match="must be i32 or i64"):
+        build_executable([KernelSpec("g", "gather", (data, f_idx), (TensorType(DType.f32, (2, 4)),), {"axis": 0})],
+                         load_target("host"))
+    idx = TensorType(DType.i64, (2,))
+    with pytest.raises(ValueError, match="should be"):
+        build_executable([KernelSpec("g", "gather", (data, idx), (TensorType(DType.f32, (3, 4)),), {"axis": 0})],
+                         load_target("host"))
+    bools = TensorType(DType.bool, (3, 4))
+    with pytest.raises(ValueError, match="reduction 'add' on bool"):
+        build_executable([KernelSpec("s", "scatter_nd", (bools, TensorType(DType.i64, (1, 1)),
+                                                         TensorType(DType.bool, (1, 4))), (bools,),
+                                     {"reduction": "add"})], load_target("host"))

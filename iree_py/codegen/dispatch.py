@@ -61,6 +61,13 @@ DIRECT_KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     "ArgMin": ("argmin", ("axis", "select_last_index")),
     "CumSum": ("cumsum", ("axis", "exclusive", "reverse")),
     "TopK": ("topk", ("axis", "k", "largest", "result")),
+    # -- recurrent: entries below this line --
+    # -- convt: entries below this line --
+    # -- tflite_ops: entries below this line --
+    # -- int8_perf: entries below this line --
+    # -- state: entries below this line --
+    # -- dtypes2: entries below this line --
+    # -- ops_misc: entries below this line --
 }
 EPILOGUE_ROOTS = ("Conv", "MatMul")
 

@@ -67,6 +67,13 @@ KERNEL_KINDS = (
     "gather", "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "expand",
     # -- resize_pad: entries below this line --
     "resize", "pad", "argmax", "argmin", "cumsum", "topk",
+    # -- recurrent: entries below this line --
+    # -- convt: entries below this line --
+    # -- tflite_ops: entries below this line --
+    # -- int8_perf: entries below this line --
+    # -- state: entries below this line --
+    # -- dtypes2: entries below this line --
+    # -- ops_misc: entries below this line --
 )
 
 # Elementwise ops an Expr or an epilogue may use, with the attributes they read.

@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from iree_py.frontends.onnx_indexing import INDEXING_CONVERTERS
+from iree_py.frontends.onnx_logic import LOGIC_CONVERTERS
+from iree_py.frontends.onnx_nn import NN_CONVERTERS
+from iree_py.frontends.onnx_quant import CONVERTERS as QUANT_CONVERTERS
 from iree_py.frontends.onnx_reduce import REDUCE_CONVERTERS
+from iree_py.frontends.onnx_resize_pad import RESIZE_PAD_CONVERTERS
 from iree_py.ir.graph import Value
 
 if TYPE_CHECKING:
@@ -545,14 +550,21 @@ CONVERTERS: dict[str, Converter] = {
     "Unsqueeze": unsqueeze,
     "Shape": shape,
     # -- dtypes: entries below this line --
-    **__import__("iree_py.frontends.onnx_logic", fromlist=["LOGIC_CONVERTERS"]).LOGIC_CONVERTERS,
+    **LOGIC_CONVERTERS,
     # -- nn: entries below this line --
-    **__import__("iree_py.frontends.onnx_nn", fromlist=["NN_CONVERTERS"]).NN_CONVERTERS,
+    **NN_CONVERTERS,
     # -- quant: entries below this line --
     # -- tflite_quant: entries below this line --
-    **__import__("iree_py.frontends.onnx_quant", fromlist=["CONVERTERS"]).CONVERTERS,
+    **QUANT_CONVERTERS,
     # -- indexing: entries below this line --
-    **__import__("iree_py.frontends.onnx_indexing", fromlist=["INDEXING_CONVERTERS"]).INDEXING_CONVERTERS,
+    **INDEXING_CONVERTERS,
     # -- resize_pad: entries below this line --
-    **__import__("iree_py.frontends.onnx_resize_pad", fromlist=["RESIZE_PAD_CONVERTERS"]).RESIZE_PAD_CONVERTERS,
+    **RESIZE_PAD_CONVERTERS,
+    # -- recurrent: entries below this line --
+    # -- convt: entries below this line --
+    # -- tflite_ops: entries below this line --
+    # -- int8_perf: entries below this line --
+    # -- state: entries below this line --
+    # -- dtypes2: entries below this line --
+    # -- ops_misc: entries below this line --
 }

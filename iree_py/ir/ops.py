@@ -7,38 +7,17 @@ or raises ValueError with what was wrong (callers add the node name).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from iree_py.ir import indexing_ops
+from iree_py.ir.ops_logic import LOGIC_OP_DEFS
+from iree_py.ir.ops_quant import QUANT_OP_DEFS
+from iree_py.ir.ops_resize_pad import RESIZE_PAD_OP_DEFS
+from iree_py.ir.opdef import ANY_DTYPE, OpDef, pool_output_size, pool_rule, static_shape as _static
 from iree_py.ir.ops_logic import FLOAT_DTYPES, INT_DTYPES, NUMERIC_DTYPES, SINGLE_HALF_DTYPES
 from iree_py.ir.types import DType, TensorType
-
-ANY_DTYPE = frozenset(DType)  # data movement: kernels copy elements of any size
-
-ShapeRule = Callable[[list[TensorType], dict[str, Any]], list[TensorType]]
-
-
-@dataclass(frozen=True)
-class OpDef:
-    name: str
-    attrs: tuple[str, ...]         # exactly the attributes a node of this op carries
-    min_inputs: int
-    max_inputs: int | None         # None: any number
-    rule: ShapeRule
-    elementwise: bool = False
-    # The element types the op's kernels compute in. The final verifier checks the first input (the
-    # op's data operand) against it; shape rules check any other operand (indices, conditions).
-    dtypes: frozenset[DType] = frozenset({DType.f32})
-
-
-def _static(t: TensorType) -> tuple[int, ...]:
-    if not t.is_static:
-        raise ValueError(f"shape {t} is not static")
-    return tuple(int(d) for d in t.shape)
-
 
 def _same(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
     return [inputs[0]]
@@ -53,22 +32,6 @@ def _broadcast(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorTy
     except ValueError:
         raise ValueError(f"shapes {a} and {b} do not broadcast") from None
     return [TensorType(a.dtype, tuple(int(d) for d in shape))]
-
-
-def pool_output_size(size: int, kernel: int, stride: int, pad_begin: int, pad_end: int,
-                     dilation: int, ceil_mode: int) -> int:
-    """Output length of a pooling/conv window along one axis (ONNX rule; ceil_mode drops a
-    last window that would start inside the end padding)."""
-    span = dilation * (kernel - 1) + 1
-    room = size + pad_begin + pad_end - span
-    if room < 0:
-        raise ValueError(f"window {span} larger than padded input {size + pad_begin + pad_end}")
-    if not ceil_mode:
-        return room // stride + 1
-    out = math.ceil(room / stride) + 1
-    if (out - 1) * stride >= size + pad_begin:
-        out -= 1
-    return out
 
 
 def _conv(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
@@ -99,17 +62,6 @@ def _matmul(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]
     except ValueError:
         raise ValueError(f"MatMul batch dims do not broadcast: {inputs[0]} x {inputs[1]}") from None
     return [TensorType(inputs[0].dtype, (*(int(d) for d in batch), a[-2], b[-1]))]
-
-
-def _pool(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    x = _static(inputs[0])
-    if len(x) != 4:
-        raise ValueError(f"pooling wants rank 4 input, got {inputs[0]}")
-    (kh, kw), (sh, sw), (pt, pl, pb, pr) = attrs["kernel"], attrs["strides"], attrs["pads"]
-    dh, dw = attrs.get("dilations", [1, 1])
-    oh = pool_output_size(x[2], kh, sh, pt, pb, dh, attrs["ceil_mode"])
-    ow = pool_output_size(x[3], kw, sw, pl, pr, dw, attrs["ceil_mode"])
-    return [TensorType(inputs[0].dtype, (x[0], x[1], oh, ow))]
 
 
 def _global_pool(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
@@ -236,9 +188,9 @@ _DEFS = [
             dtypes=NUMERIC_DTYPES if op in ("Min", "Max", "Mod") else
             SINGLE_HALF_DTYPES | INT_DTYPES if op == "Pow" else SINGLE_HALF_DTYPES)
       for op in ("Pow", "Min", "Max", "PRelu", "Mod")),
-    OpDef("MaxPool", ("ceil_mode", "dilations", "kernel", "pads", "strides"), 1, 1, _pool,
+    OpDef("MaxPool", ("ceil_mode", "dilations", "kernel", "pads", "strides"), 1, 1, pool_rule,
           dtypes=frozenset({DType.f32, DType.i8, DType.u8})),  # quant: max commutes with the affine map
-    OpDef("AveragePool", ("ceil_mode", "count_include_pad", "kernel", "pads", "strides"), 1, 1, _pool),
+    OpDef("AveragePool", ("ceil_mode", "count_include_pad", "kernel", "pads", "strides"), 1, 1, pool_rule),
     OpDef("GlobalAveragePool", (), 1, 1, _global_pool),
     OpDef("BatchNormalization", ("epsilon",), 5, 5, _batchnorm),
     OpDef("LRN", ("alpha", "beta", "bias", "size"), 1, 1, _same),
@@ -251,10 +203,10 @@ _DEFS = [
     OpDef("Hardmax", ("axis",), 1, 1, _softmax),
     OpDef("Reduce", ("axes", "keepdims", "kind"), 1, 1, _reduce),
     # -- dtypes: entries below this line --
-    *__import__("iree_py.ir.ops_logic", fromlist=["op_defs"]).op_defs(OpDef),
+    *LOGIC_OP_DEFS,
     # -- nn: entries below this line --
     # -- quant: entries below this line --
-    *__import__("iree_py.ir.ops_quant", fromlist=["op_defs"]).op_defs(OpDef),
+    *QUANT_OP_DEFS,
     # -- indexing: entries below this line --
     OpDef("Gather", ("axis",), 2, 2, indexing_ops.gather_rule, dtypes=ANY_DTYPE),
     OpDef("GatherElements", ("axis",), 2, 2, indexing_ops.gather_elements_rule, dtypes=ANY_DTYPE),
@@ -263,7 +215,14 @@ _DEFS = [
     OpDef("ScatterND", ("reduction",), 3, 3, indexing_ops.scatter_nd_rule, dtypes=ANY_DTYPE),
     OpDef("Expand", ("shape",), 1, 1, indexing_ops.expand_rule, dtypes=ANY_DTYPE),
     # -- resize_pad: entries below this line --
-    *__import__("iree_py.ir.ops_resize_pad", fromlist=["op_defs"]).op_defs(OpDef, ANY_DTYPE),
+    *RESIZE_PAD_OP_DEFS,
+    # -- recurrent: entries below this line --
+    # -- convt: entries below this line --
+    # -- tflite_ops: entries below this line --
+    # -- int8_perf: entries below this line --
+    # -- state: entries below this line --
+    # -- dtypes2: entries below this line --
+    # -- ops_misc: entries below this line --
 ]
 
 OPS: dict[str, OpDef] = {d.name: d for d in _DEFS}

@@ -1,12 +1,12 @@
 """Dtype sets and the shape rules of Cast, comparisons, logic, Where, shifts, IsNaN/IsInf and
-FloorMod (registered in ops.py's table through `op_defs`). Kept apart from ops.py so it imports
-nothing from it (ops.py calls op_defs while it builds its table and imports the dtype sets)."""
+FloorMod (ops.py's table takes LOGIC_OP_DEFS)."""
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 
+from iree_py.ir.opdef import OpDef
 from iree_py.ir.types import DType, TensorType
 
 FLOAT_DTYPES = frozenset(d for d in DType if d.numpy.kind == "f")
@@ -80,18 +80,16 @@ def _binary_same(inputs: list[TensorType], attrs: dict[str, Any]) -> list[Tensor
     return [TensorType(a.dtype, broadcast_shape(a, b))]
 
 
-def op_defs(opdef: type) -> list:
-    """The OpDefs of this file; `opdef` is ops.OpDef."""
-    return [
-        opdef("Cast", ("to",), 1, 1, _cast, elementwise=True, dtypes=NUMERIC_DTYPES | BOOL_DTYPES),
-        *(opdef(op, (), 2, 2, _compare, elementwise=True,
-                dtypes=NUMERIC_DTYPES | (BOOL_DTYPES if op == "Equal" else frozenset())) for op in COMPARE_OPS),
-        *(opdef(op, (), 2, 2, _logic, elementwise=True, dtypes=BOOL_DTYPES) for op in LOGIC_OPS),
-        opdef("Not", (), 1, 1, _logic, elementwise=True, dtypes=BOOL_DTYPES),
-        opdef("Where", (), 3, 3, _where, elementwise=True, dtypes=BOOL_DTYPES),
-        opdef("IsNaN", (), 1, 1, _predicate, elementwise=True, dtypes=FLOAT_DTYPES),
-        opdef("IsInf", ("detect_negative", "detect_positive"), 1, 1, _predicate, elementwise=True,
-              dtypes=FLOAT_DTYPES),
-        *(opdef(op, (), 2, 2, _binary_same, elementwise=True, dtypes=INT_DTYPES) for op in SHIFT_OPS),
-        opdef("FloorMod", (), 2, 2, _binary_same, elementwise=True, dtypes=NUMERIC_DTYPES),
-    ]
+LOGIC_OP_DEFS = [
+    OpDef("Cast", ("to",), 1, 1, _cast, elementwise=True, dtypes=NUMERIC_DTYPES | BOOL_DTYPES),
+    *(OpDef(op, (), 2, 2, _compare, elementwise=True,
+            dtypes=NUMERIC_DTYPES | (BOOL_DTYPES if op == "Equal" else frozenset())) for op in COMPARE_OPS),
+    *(OpDef(op, (), 2, 2, _logic, elementwise=True, dtypes=BOOL_DTYPES) for op in LOGIC_OPS),
+    OpDef("Not", (), 1, 1, _logic, elementwise=True, dtypes=BOOL_DTYPES),
+    OpDef("Where", (), 3, 3, _where, elementwise=True, dtypes=BOOL_DTYPES),
+    OpDef("IsNaN", (), 1, 1, _predicate, elementwise=True, dtypes=FLOAT_DTYPES),
+    OpDef("IsInf", ("detect_negative", "detect_positive"), 1, 1, _predicate, elementwise=True,
+          dtypes=FLOAT_DTYPES),
+    *(OpDef(op, (), 2, 2, _binary_same, elementwise=True, dtypes=INT_DTYPES) for op in SHIFT_OPS),
+    OpDef("FloorMod", (), 2, 2, _binary_same, elementwise=True, dtypes=NUMERIC_DTYPES),
+]

@@ -1,11 +1,9 @@
 """Shape rules of the quantized ops (Quantize, Dequantize, QConv, QMatMul, QAdd, QAveragePool),
-registered in ops.py's table through `op_defs`. The semantics are in docs/ir.md ("Quantized ops");
+registered in ops.py's table as QUANT_OP_DEFS. The semantics are in docs/ir.md ("Quantized ops");
 the reference kernels in reference_quant.py.
 
 Every rule checks each operand's dtype and every attribute (ranges of zero points, per-channel
 list lengths, requantization mode), so a frontend's mistake is caught at import with its node name.
-Kept apart from ops.py; it imports from ops.py only inside functions (ops.py calls op_defs while it
-builds its table).
 """
 from __future__ import annotations
 
@@ -13,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from iree_py.ir.opdef import OpDef, pool_output_size, pool_rule
 from iree_py.ir.quant_math import QRANGE
 from iree_py.ir.types import DType, TensorType
 
@@ -154,7 +153,6 @@ def _dequantize(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorT
 
 
 def _qconv(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    from iree_py.ir.ops import pool_output_size
     x_dtype = _quant_dtype(inputs[0], "QConv input X")
     w_dtype = _quant_dtype(inputs[1], "QConv weight W")
     x, w = _static(inputs[0]), _static(inputs[1])
@@ -203,21 +201,18 @@ def _qadd(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
 
 
 def _qavgpool(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    from iree_py.ir.ops import _pool
     dtype = _quant_dtype(inputs[0], "QAveragePool input")
     _check_act(attrs, dtype)
-    return _pool(inputs, attrs)
+    return pool_rule(inputs, attrs)
 
 
-def op_defs(OpDef) -> list:
-    """The quantized ops' entries for ops.py's table."""
-    return [
-        OpDef("Quantize", ("axis", "dtype", "rounding", "scale", "zero_point"), 1, 1, _quantize),
-        OpDef("Dequantize", ("axis", "scale", "zero_point"), 1, 1, _dequantize,
-              dtypes=frozenset({DType.i8, DType.u8, DType.i32})),
-        OpDef("QConv", ("dilations", "group", "pads", "strides", *REQUANT_ATTRS), 2, 3, _qconv, dtypes=QUANT_DTYPES),
-        OpDef("QMatMul", REQUANT_ATTRS, 2, 3, _qmatmul, dtypes=QUANT_DTYPES),
-        OpDef("QAdd", QADD_ATTRS, 2, 2, _qadd, dtypes=QUANT_DTYPES),
-        OpDef("QAveragePool", ("act_max", "act_min", "ceil_mode", "count_include_pad", "kernel", "pads", "strides"),
-              1, 1, _qavgpool, dtypes=QUANT_DTYPES),
-    ]
+QUANT_OP_DEFS = [
+    OpDef("Quantize", ("axis", "dtype", "rounding", "scale", "zero_point"), 1, 1, _quantize),
+    OpDef("Dequantize", ("axis", "scale", "zero_point"), 1, 1, _dequantize,
+          dtypes=frozenset({DType.i8, DType.u8, DType.i32})),
+    OpDef("QConv", ("dilations", "group", "pads", "strides", *REQUANT_ATTRS), 2, 3, _qconv, dtypes=QUANT_DTYPES),
+    OpDef("QMatMul", REQUANT_ATTRS, 2, 3, _qmatmul, dtypes=QUANT_DTYPES),
+    OpDef("QAdd", QADD_ATTRS, 2, 2, _qadd, dtypes=QUANT_DTYPES),
+    OpDef("QAveragePool", ("act_max", "act_min", "ceil_mode", "count_include_pad", "kernel", "pads", "strides"),
+          1, 1, _qavgpool, dtypes=QUANT_DTYPES),
+]

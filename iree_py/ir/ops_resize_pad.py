@@ -1,10 +1,10 @@
-"""Shape rules of Resize, Pad, ArgMax/ArgMin, CumSum and TopK (registered in ops.py's table through
-`op_defs`). Kept apart from ops.py so it imports nothing from it (ops.py calls op_defs while it
-builds its table)."""
+"""Shape rules of Resize, Pad, ArgMax/ArgMin, CumSum and TopK (ops.py's table
+takes RESIZE_PAD_OP_DEFS)."""
 from __future__ import annotations
 
 from typing import Any
 
+from iree_py.ir.opdef import ANY_DTYPE, OpDef
 from iree_py.ir.types import DType, TensorType
 
 PAD_MODES = ("constant", "reflect", "edge", "wrap", "symmetric")  # symmetric: TFLite MIRROR_PAD, edge repeated
@@ -89,14 +89,12 @@ def _topk(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
     return [TensorType(inputs[0].dtype if attrs["result"] == "values" else DType.i64, out)]
 
 
-def op_defs(opdef: type, any_dtype: frozenset) -> list:
-    """The OpDef entries (ops.py passes its OpDef class and ANY_DTYPE)."""
-    return [
-        opdef("Resize", ("extrapolation_value", "sizes", "taps"), 3, 3, _resize, dtypes=any_dtype),
-        opdef("Pad", ("mode", "pads", "value"), 1, 1, _pad, dtypes=any_dtype),
-        opdef("ArgMax", ("axis", "keepdims", "select_last_index"), 1, 1, _arg),
-        opdef("ArgMin", ("axis", "keepdims", "select_last_index"), 1, 1, _arg),
-        opdef("CumSum", ("axis", "exclusive", "reverse"), 1, 1, _cumsum),
-        # ONNX TopK's two outputs are two single-output nodes; result says which one.
-        opdef("TopK", ("axis", "k", "largest", "result"), 1, 1, _topk),
-    ]
+RESIZE_PAD_OP_DEFS = [
+    OpDef("Resize", ("extrapolation_value", "sizes", "taps"), 3, 3, _resize, dtypes=ANY_DTYPE),
+    OpDef("Pad", ("mode", "pads", "value"), 1, 1, _pad, dtypes=ANY_DTYPE),
+    OpDef("ArgMax", ("axis", "keepdims", "select_last_index"), 1, 1, _arg),
+    OpDef("ArgMin", ("axis", "keepdims", "select_last_index"), 1, 1, _arg),
+    OpDef("CumSum", ("axis", "exclusive", "reverse"), 1, 1, _cumsum),
+    # ONNX TopK's two outputs are two single-output nodes; result says which one.
+    OpDef("TopK", ("axis", "k", "largest", "result"), 1, 1, _topk),
+]

@@ -11,6 +11,10 @@ import numpy as np
 
 from iree_py.ir import indexing_ops
 from iree_py.ir.graph import Graph, Node, Value
+from iree_py.ir.opdef import pool_output_size
+from iree_py.ir.reference_logic import KERNELS as LOGIC_KERNELS
+from iree_py.ir.reference_quant import KERNELS as QUANT_KERNELS
+from iree_py.ir.reference_resize_pad import KERNELS as RESIZE_PAD_KERNELS
 
 Kernel = Callable[[list[np.ndarray], dict[str, Any]], np.ndarray]
 
@@ -34,7 +38,6 @@ def _windows(x: np.ndarray, kernel: tuple[int, int], strides: list[int], dilatio
 
 
 def conv(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
-    from iree_py.ir.ops import pool_output_size
     x, w = ins[0], ins[1]
     group = attrs["group"]
     m, cg, kh, kw = w.shape
@@ -66,7 +69,6 @@ def _pool_padded_extent(x: np.ndarray, attrs: dict[str, Any], out_hw: tuple[int,
 
 
 def _pool_out_hw(x: np.ndarray, attrs: dict[str, Any]) -> tuple[int, int]:
-    from iree_py.ir.ops import pool_output_size
     (kh, kw), s, p = attrs["kernel"], attrs["strides"], attrs["pads"]
     d = attrs.get("dilations", [1, 1])
     return (pool_output_size(x.shape[2], kh, s[0], p[0], p[2], d[0], attrs["ceil_mode"]),
@@ -257,10 +259,10 @@ KERNELS: dict[str, Kernel] = {
     "Hardmax": hardmax,
     "Reduce": reduce,
     # -- dtypes: entries below this line --
-    **__import__("iree_py.ir.reference_logic", fromlist=["KERNELS"]).KERNELS,
+    **LOGIC_KERNELS,
     # -- nn: entries below this line --
     # -- quant: entries below this line --
-    **__import__("iree_py.ir.reference_quant", fromlist=["KERNELS"]).KERNELS,
+    **QUANT_KERNELS,
     # -- indexing: entries below this line --
     "Gather": indexing_ops.gather,
     "GatherElements": indexing_ops.gather_elements,
@@ -269,7 +271,14 @@ KERNELS: dict[str, Kernel] = {
     "ScatterND": indexing_ops.scatter_nd,
     "Expand": indexing_ops.expand,
     # -- resize_pad: entries below this line --
-    **__import__("iree_py.ir.reference_resize_pad", fromlist=["KERNELS"]).KERNELS,
+    **RESIZE_PAD_KERNELS,
+    # -- recurrent: entries below this line --
+    # -- convt: entries below this line --
+    # -- tflite_ops: entries below this line --
+    # -- int8_perf: entries below this line --
+    # -- state: entries below this line --
+    # -- dtypes2: entries below this line --
+    # -- ops_misc: entries below this line --
 }
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from iree_py.ir import quant_math as qm
+from iree_py.ir.opdef import pool_output_size
 
 
 def _channel_shape(ndim: int, axis: int) -> tuple[int, ...]:
@@ -57,7 +58,6 @@ def _requantize(acc: np.ndarray, a: dict[str, Any], channel_axis: int) -> np.nda
 
 
 def qconv(ins: list[np.ndarray], a: dict[str, Any]) -> np.ndarray:
-    from iree_py.ir.ops import pool_output_size
     from iree_py.ir.reference import _pad_nchw, _windows
     x, w = ins[0].astype(np.int64), ins[1].astype(np.int64)
     m, cg, kh, kw = w.shape

@@ -39,7 +39,7 @@ from iree_py.codegen.llvm.common import begin_kernel, lanes_f32
 from iree_py.codegen.llvm.conv_channels import build_channel_vectors
 from iree_py.codegen.llvm.conv_shape import ConvShape, conv_shape, pointwise_as_one_row, valid_range
 from iree_py.codegen.llvm.epilogue import (TilePosition, apply_epilogue, carried_loop,
-                                           check_epilogue, fma, i64, if_then, imax, imin,
+                                           check_epilogue, fma, i64, if_then, imin,
                                            load_strided_tile, load_tile, simple_loop, splat,
                                            store_tile, zero)
 from iree_py.codegen.llvm.matmul import vector_widths

@@ -30,7 +30,6 @@ Structure (all sizes static):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
 
 from llvmlite import ir
 

@@ -13,7 +13,7 @@ from llvmlite import ir
 
 from iree_py.codegen.kernel_abi import dispatch_state_layout, workgroup_state_layout
 from iree_py.codegen.kernel_spec import KernelInfo
-from iree_py.codegen.llvm.common import I8, I32, I64, KERNEL_FN_TYPE, PTR, const_i32, const_i64
+from iree_py.codegen.llvm.common import I8, I32, KERNEL_FN_TYPE, PTR, const_i32, const_i64
 from iree_py.codegen.target import Target
 
 GUARD_FAILED = 1

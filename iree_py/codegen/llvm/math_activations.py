@@ -8,7 +8,7 @@ import math
 
 from llvmlite import ir
 
-from iree_py.codegen.llvm.math_core import (ceil, copysign, emit_erf, emit_exp, emit_log, emit_tanh, erfc_positive,
+from iree_py.codegen.llvm.math_core import (ceil, emit_erf, emit_exp, emit_log, emit_tanh, erfc_positive,
                                             expm1, fabs, fconst, floor, fmax, fmin, log1p, round_half_even,
                                             select_lt)
 

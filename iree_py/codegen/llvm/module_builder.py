@@ -58,6 +58,13 @@ KERNEL_BUILDERS: dict[str, str] = {
     "argmin": "argminmax:build",
     "cumsum": "cumsum:build",
     "topk": "topk:build",
+    # -- recurrent: entries below this line --
+    # -- convt: entries below this line --
+    # -- tflite_ops: entries below this line --
+    # -- int8_perf: entries below this line --
+    # -- state: entries below this line --
+    # -- dtypes2: entries below this line --
+    # -- ops_misc: entries below this line --
 }
 
 

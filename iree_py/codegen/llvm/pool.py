@@ -56,7 +56,6 @@ def _build_window_pool(spec: KernelSpec, module: ir.Module, target) -> KernelInf
     sh, sw = _ints(spec, "strides", 2, 1)
     pt, pl, pb, pr = _ints(spec, "pads", 4, 0)
     dh, dw = _ints(spec, "dilations", 2, 1) if spec.kind == "maxpool" else (1, 1)
-    ceil_mode = int(spec.attrs.get("ceil_mode", 0))
     is_max = spec.kind == "maxpool"
     include_pad = int(spec.attrs.get("count_include_pad", 0))
 

@@ -14,7 +14,7 @@ from typing import Callable
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import F32, I32, I64, begin_kernel, const_i64, element_ptr, for_range, min_index, \
+from iree_py.codegen.llvm.common import F32, I32, begin_kernel, const_i64, element_ptr, for_range, min_index, \
     static_shape, strides_of
 from iree_py.codegen.llvm.requant import (QRANGE, clamp_i32, float_to_nearest_i32, i32, load_q,
                                           multiply_smaller_than_one, per_channel, store_q)

@@ -14,7 +14,7 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (I32, begin_kernel, const_i64, entry_alloca, for_range, max_index,
                                          min_index, static_shape)
 from iree_py.codegen.llvm.requant import QRANGE, clamp_i32, i32, load_q, smax, store_q
-from iree_py.ir.ops import pool_output_size
+from iree_py.ir.opdef import pool_output_size
 
 
 def _ints(spec: KernelSpec, name: str, count: int, default: int) -> tuple[int, ...]:

@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from iree_py.frontends.tflite.indexing_ops import TFLITE_INDEXING_CONVERTERS
 from iree_py.frontends.tflite.layout import NCHW_AXIS_OF_NHWC, from_nchw, nchw_operands, to_nchw
+from iree_py.frontends.tflite.quant_ops import converters as quant_converters
+from iree_py.frontends.tflite.resize_pad_ops import TFLITE_RESIZE_PAD_CONVERTERS
 from iree_py.frontends.tflite.schema.ActivationFunctionType import ActivationFunctionType as Act
 from iree_py.frontends.tflite.schema.AddOptions import AddOptionsT
 from iree_py.frontends.tflite.schema.BatchMatMulOptions import BatchMatMulOptionsT
@@ -26,7 +29,6 @@ from iree_py.frontends.tflite.schema.LeakyReluOptions import LeakyReluOptionsT
 from iree_py.frontends.tflite.schema.MulOptions import MulOptionsT
 from iree_py.frontends.tflite.schema.Padding import Padding
 from iree_py.frontends.tflite.schema.Pool2DOptions import Pool2DOptionsT
-from iree_py.frontends.tflite.schema.ReducerOptions import ReducerOptionsT
 from iree_py.frontends.tflite.schema.SoftmaxOptions import SoftmaxOptionsT
 from iree_py.frontends.tflite.schema.StridedSliceOptions import StridedSliceOptionsT
 from iree_py.frontends.tflite.schema.SubOptions import SubOptionsT
@@ -432,15 +434,20 @@ CONVERTERS: dict[int, Converter] = {
     B.PADV2: pad,
     B.DEQUANTIZE: dequantize,
     # -- tflite_quant: entries below this line --
-    **__import__("iree_py.frontends.tflite.quant_ops", fromlist=["converters"]).converters({
+    **quant_converters({
         "CONV_2D": conv_2d, "DEPTHWISE_CONV_2D": depthwise_conv_2d, "FULLY_CONNECTED": fully_connected,
         "ADD": _binary("Add", AddOptionsT), "MAX_POOL_2D": _pool("MaxPool"), "AVERAGE_POOL_2D": _pool("AveragePool"),
         "CONCATENATION": concatenation, "DEQUANTIZE": dequantize}),
     # -- dtypes: entries below this line --
     # -- indexing: entries below this line --
-    **__import__("iree_py.frontends.tflite.indexing_ops", fromlist=["TFLITE_INDEXING_CONVERTERS"]
-                 ).TFLITE_INDEXING_CONVERTERS,
+    **TFLITE_INDEXING_CONVERTERS,
     # -- resize_pad: entries below this line --
-    **__import__("iree_py.frontends.tflite.resize_pad_ops", fromlist=["TFLITE_RESIZE_PAD_CONVERTERS"]
-                 ).TFLITE_RESIZE_PAD_CONVERTERS,
+    **TFLITE_RESIZE_PAD_CONVERTERS,
+    # -- recurrent: entries below this line --
+    # -- convt: entries below this line --
+    # -- tflite_ops: entries below this line --
+    # -- int8_perf: entries below this line --
+    # -- state: entries below this line --
+    # -- dtypes2: entries below this line --
+    # -- ops_misc: entries below this line --
 }

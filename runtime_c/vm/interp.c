@@ -146,6 +146,23 @@ static irp_status_t irp_buffer_i64(const irp_vm_function_t* function, const irp_
   return IRP_OK;
 }
 
+/* r[dst] = bytes [offset, offset + length) of r[src]; the range must lie inside r[src]. */
+static irp_status_t irp_buffer_subview(const irp_vm_function_t* function, const irp_vm_window_t* window, size_t insn_pc,
+                                       uint16_t dst, uint16_t src, int64_t offset, int64_t length, irp_diag_t* diag) {
+  const irp_vm_ref_t* buffer = &REF(src);
+  if (buffer->data == NULL) return irp_unset_ref(function, insn_pc, "buffer_subview", src, diag);
+  if (offset < 0 || length < 0 || (uint64_t)offset > buffer->length ||
+      (uint64_t)length > buffer->length - (uint64_t)offset) {
+    return IRP_FAIL(diag, IRP_RUNTIME_FAILURE,
+                    "%s: bytecode at %zu: buffer_subview of bytes [%lld, %lld + %lld) of a %zu-byte buffer",
+                    function->name, insn_pc, (long long)offset, (long long)offset, (long long)length,
+                    buffer->length);
+  }
+  irp_vm_ref_t view = {buffer->data + offset, (size_t)length, buffer->read_only};
+  REF(dst) = view;
+  return IRP_OK;
+}
+
 /* The scalar ops with three i64 register operands (dst, lhs, rhs). Wrapping arithmetic goes
  * through uint64_t: signed overflow would be undefined. */
 static irp_status_t irp_binary_i64(const irp_vm_function_t* function, size_t insn_pc, uint8_t opcode,
@@ -401,6 +418,14 @@ static irp_status_t irp_step(const irp_vm_module_t* module, const irp_vm_state_t
       uint16_t src = READ_U16();
       if (REF(src).data == NULL) return irp_unset_ref(function, insn_pc, "buffer_length", src, diag);
       I64(dst) = (int64_t)REF(src).length;
+      break;
+    }
+    case IRP_OP_BUFFER_SUBVIEW: {
+      uint16_t dst = READ_U16();
+      uint16_t src = READ_U16();
+      int64_t offset = I64(READ_U16());
+      int64_t length = I64(READ_U16());
+      IRP_RETURN_IF_ERROR(irp_buffer_subview(function, window, insn_pc, dst, src, offset, length, diag));
       break;
     }
     case IRP_OP_DISPATCH:

@@ -320,6 +320,41 @@ def test_store_outside_the_buffer_is_refused(offset):
         run([main_with(1, 1, body)], x(0))
 
 
+def test_subview_reads_and_writes_a_window_of_its_buffer():
+    """y[i] = x[n-1-i] through 8-byte subviews of the input and output at run-time offsets."""
+    def body(code: BytecodeBuilder) -> None:
+        code.emit("const_i64", 5, 0)
+        code.emit("const_i64", 6, 8)
+        for i in range(4):
+            code.emit("const_i64", 2, 8 * (3 - i))
+            code.emit("buffer_subview", 2, 0, 2, 6)    # r2 = x bytes [8(3-i), +8)
+            code.emit("const_i64", 3, 8 * i)
+            code.emit("buffer_subview", 3, 1, 3, 6)    # r3 = y bytes [8i, +8)
+            code.emit("buffer_copy", 3, 2)
+    assert run([main_with(4, 4, body)], x(10, 20, 30, 40)).tolist() == [40, 30, 20, 10]
+
+
+@pytest.mark.parametrize("offset,length", [(-8, 8), (9, 8), (0, 24), (16, -1), (1 << 62, 8)])
+def test_subview_outside_its_buffer_is_refused(offset, length):
+    def body(code: BytecodeBuilder) -> None:
+        code.emit("const_i64", 0, offset)
+        code.emit("const_i64", 2, length)
+        code.emit("buffer_subview", 2, 1, 0, 2)
+    with pytest.raises(IreePyError, match=rf"buffer_subview of bytes \[{offset}, {offset} \+ {length}\) "
+                                          r"of a 16-byte buffer"):
+        run([main_with(1, 2, body)], x(0))
+
+
+def test_subview_of_an_input_stays_read_only():
+    def body(code: BytecodeBuilder) -> None:
+        code.emit("const_i64", 0, 0)
+        code.emit("const_i64", 2, 8)
+        code.emit("buffer_subview", 2, 0, 0, 2)
+        code.emit("buffer_store_i64", 2, 0, 0)
+    with pytest.raises(IreePyError, match="buffer_store_i64 into read-only ref register 2"):
+        run([main_with(1, 1, body)], x(0))
+
+
 def test_store_into_an_input_is_refused():
     def body(code: BytecodeBuilder) -> None:
         code.emit("const_i64", 0, 0)

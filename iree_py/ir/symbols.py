@@ -1,0 +1,269 @@
+"""Symbolic dims (docs/dynamic_shapes.md, step 1): integer expressions over named symbols.
+
+A dim of a TensorType is an int or a symbol name; a derived dim (a conv's output height, a
+Concat's summed axis, Reshape's -1) is an expression. `Expr` keeps every expression in one
+canonical form, so two computations of the same size compare equal and share one VM register:
+
+    a sum of monomials with integer coefficients, each monomial a sorted tuple of atoms, where an
+    atom is a symbol name or an opaque call (floordiv, ceildiv, min, max) of canonical arguments.
+
+`evaluate` computes a value from symbol values, `bounds` an interval from symbol intervals, and
+`emit` lowers an expression to VM i64 instructions with common subexpressions shared.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Union
+
+Atom = Union[str, "Call"]
+Monomial = tuple[Atom, ...]            # sorted by `_atom_key`; () is the constant term
+CALLS = ("floordiv", "ceildiv", "min", "max")
+
+
+@dataclass(frozen=True)
+class Call:
+    fn: str
+    args: tuple["Expr", "Expr"]
+
+
+def _atom_key(atom: Atom) -> str:
+    return atom if isinstance(atom, str) else f"{atom.fn}({_text(atom.args[0])}, {_text(atom.args[1])})"
+
+
+@dataclass(frozen=True)
+class Expr:
+    terms: tuple[tuple[Monomial, int], ...]   # sorted, no zero coefficients
+
+    # --- construction ----------------------------------------------------------------------------
+    @staticmethod
+    def of(x: "int | str | Expr") -> "Expr":
+        if isinstance(x, Expr):
+            return x
+        if isinstance(x, bool) or not isinstance(x, (int, str)):
+            raise TypeError(f"a dim is an int, a symbol name or an Expr, not {x!r}")
+        return _make({(): x} if isinstance(x, int) else {(x,): 1})
+
+    @property
+    def constant(self) -> int | None:
+        """The value when the expression has no symbols, else None."""
+        if not self.terms:
+            return 0
+        if len(self.terms) == 1 and self.terms[0][0] == ():
+            return self.terms[0][1]
+        return None
+
+    @property
+    def symbols(self) -> set[str]:
+        found: set[str] = set()
+        for monomial, _ in self.terms:
+            for atom in monomial:
+                if isinstance(atom, str):
+                    found.add(atom)
+                else:
+                    found |= atom.args[0].symbols | atom.args[1].symbols
+        return found
+
+    # --- arithmetic --------------------------------------------------------------------------------
+    def __add__(self, other: "int | str | Expr") -> "Expr":
+        result = dict(self.terms)
+        for monomial, c in Expr.of(other).terms:
+            result[monomial] = result.get(monomial, 0) + c
+        return _make(result)
+
+    def __neg__(self) -> "Expr":
+        return _make({m: -c for m, c in self.terms})
+
+    def __sub__(self, other: "int | str | Expr") -> "Expr":
+        return self + (-Expr.of(other))
+
+    def __mul__(self, other: "int | str | Expr") -> "Expr":
+        result: dict[Monomial, int] = {}
+        for ma, ca in self.terms:
+            for mb, cb in Expr.of(other).terms:
+                m = tuple(sorted(ma + mb, key=_atom_key))
+                result[m] = result.get(m, 0) + ca * cb
+        return _make(result)
+
+    __radd__ = __add__
+    __rmul__ = __mul__
+
+    def __rsub__(self, other: "int | str | Expr") -> "Expr":
+        return Expr.of(other) - self
+
+    def __str__(self) -> str:
+        return _text(self)
+
+    def __repr__(self) -> str:
+        return f"Expr({_text(self)})"
+
+
+def _make(terms: dict[Monomial, int]) -> Expr:
+    return Expr(tuple(sorted(((m, c) for m, c in terms.items() if c != 0),
+                             key=lambda t: (len(t[0]), [_atom_key(a) for a in t[0]]))))
+
+
+def call(fn: str, a: "int | str | Expr", b: "int | str | Expr") -> Expr:
+    """floordiv / ceildiv (b > 0) / min / max, folded when both sides are known."""
+    if fn not in CALLS:
+        raise ValueError(f"unknown function {fn}; expected one of {CALLS}")
+    a, b = Expr.of(a), Expr.of(b)
+    ca, cb = a.constant, b.constant
+    if ca is not None and cb is not None:
+        return Expr.of(_apply(fn, ca, cb))
+    if fn in ("floordiv", "ceildiv") and cb == 1:
+        return a
+    if fn in ("min", "max") and a == b:
+        return a
+    if fn in ("floordiv", "ceildiv") and cb is not None and cb > 0 and all(c % cb == 0 for _, c in a.terms):
+        return _make({m: c // cb for m, c in a.terms})  # exact: every coefficient divides
+    if fn in ("min", "max") and _atom_key(Call(fn, (b, a))) < _atom_key(Call(fn, (a, b))):
+        a, b = b, a  # commutative: one canonical order
+    return _make({(Call(fn, (a, b)),): 1})
+
+
+def _apply(fn: str, a: int, b: int) -> int:
+    if fn in ("floordiv", "ceildiv") and b <= 0:
+        raise ZeroDivisionError(f"{fn}({a}, {b}): the divisor must be positive")
+    if fn == "floordiv":
+        return a // b
+    if fn == "ceildiv":
+        return -(-a // b)
+    return min(a, b) if fn == "min" else max(a, b)
+
+
+def _text(e: Expr) -> str:
+    if not e.terms:
+        return "0"
+    parts = []
+    for monomial, c in e.terms:
+        atoms = [_atom_key(a) for a in monomial]
+        if not atoms:
+            parts.append(str(c))
+        elif c == 1:
+            parts.append("*".join(atoms))
+        elif c == -1:
+            parts.append("-" + "*".join(atoms))
+        else:
+            parts.append(f"{c}*" + "*".join(atoms))
+    return " + ".join(parts).replace("+ -", "- ")
+
+
+# --- evaluation and bounds -----------------------------------------------------------------------
+
+def evaluate(e: "int | str | Expr", values: dict[str, int]) -> int:
+    e = Expr.of(e)
+    total = 0
+    for monomial, c in e.terms:
+        product = c
+        for atom in monomial:
+            if isinstance(atom, str):
+                if atom not in values:
+                    raise KeyError(f"symbol {atom} has no value")
+                product *= values[atom]
+            else:
+                product *= _apply(atom.fn, evaluate(atom.args[0], values), evaluate(atom.args[1], values))
+        total += product
+    return total
+
+
+Interval = tuple[int, int]
+
+
+def _mul(a: Interval, b: Interval) -> Interval:
+    products = [a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]]
+    return min(products), max(products)
+
+
+def bounds(e: "int | str | Expr", ranges: dict[str, Interval]) -> Interval:
+    """An interval holding every value of `e` when each symbol lies in its range (interval
+    arithmetic: exact for sums of distinct symbols, safe otherwise)."""
+    e = Expr.of(e)
+    lo = hi = 0
+    for monomial, c in e.terms:
+        term: Interval = (c, c)
+        for atom in monomial:
+            term = _mul(term, ranges[atom] if isinstance(atom, str) else _call_bounds(atom, ranges))
+        lo, hi = lo + term[0], hi + term[1]
+    return lo, hi
+
+
+def _call_bounds(atom: Call, ranges: dict[str, Interval]) -> Interval:
+    (alo, ahi), (blo, bhi) = bounds(atom.args[0], ranges), bounds(atom.args[1], ranges)
+    if atom.fn in ("min", "max"):
+        f = min if atom.fn == "min" else max
+        return f(alo, blo), f(ahi, bhi)
+    if blo <= 0:
+        raise ValueError(f"{_atom_key(atom)}: the divisor can be {blo}, not positive")
+    values = [_apply(atom.fn, a, b) for a in (alo, ahi) for b in (blo, bhi)]
+    return min(values), max(values)
+
+
+# --- lowering to the VM --------------------------------------------------------------------------
+
+@dataclass
+class Emitter:
+    """Emits i64 VM code for expressions; each distinct (canonical) subexpression is computed once.
+    `symbol_reg` gives the register holding a symbol, `const_reg` one holding a constant, and
+    `new_reg` a fresh register; `emit(op, *operands)` appends an instruction."""
+
+    emit_op: Callable[..., None]
+    symbol_reg: Callable[[str], int]
+    const_reg: Callable[[int], int]
+    new_reg: Callable[[], int]
+
+    def __post_init__(self) -> None:
+        self.done: dict[str, int] = {}
+
+    def _binary(self, op: str, a: int, b: int, key: str) -> int:
+        if key not in self.done:
+            self.done[key] = self.new_reg()
+            self.emit_op(op, self.done[key], a, b)
+        return self.done[key]
+
+    def _floordiv(self, a: int, b: int, key: str) -> int:
+        """floor(a / b) on registers: the VM divides toward zero, so subtract one when the
+        remainder is nonzero and its sign differs from the divisor's."""
+        zero = self.const_reg(0)
+        q = self._binary("div_i64", a, b, f"q:{key}")
+        r = self._binary("rem_i64", a, b, f"r:{key}")
+        nonzero = self._binary("cmp_ne_i64", r, zero, f"nz:{key}")
+        r_neg = self._binary("cmp_lt_i64", r, zero, f"rn:{key}")
+        b_neg = self._binary("cmp_lt_i64", b, zero, f"bn:{key}")
+        differ = self._binary("xor_i64", r_neg, b_neg, f"df:{key}")
+        fix = self._binary("and_i64", nonzero, differ, f"fx:{key}")
+        return self._binary("sub_i64", q, fix, f"fd:{key}")
+
+    def _atom(self, atom: Atom) -> int:
+        if isinstance(atom, str):
+            return self.symbol_reg(atom)
+        a, b = self.emit(atom.args[0]), self.emit(atom.args[1])
+        key = _atom_key(atom)
+        if atom.fn == "floordiv":
+            return self._floordiv(a, b, key)
+        if atom.fn == "ceildiv":  # ceil(a / b) = -floor(-a / b)
+            zero = self.const_reg(0)
+            minus_a = self._binary("sub_i64", zero, a, f"na:{key}")
+            return self._binary("sub_i64", zero, self._floordiv(minus_a, b, f"c:{key}"), key)
+        return self._binary(f"{atom.fn}_i64", a, b, key)
+
+    def emit(self, e: "int | str | Expr") -> int:
+        """The register holding `e`'s value (emitting what is not computed yet)."""
+        e = Expr.of(e)
+        key = _text(e)
+        if key in self.done:
+            return self.done[key]
+        if e.constant is not None:
+            return self.const_reg(e.constant)
+        total: int | None = None
+        for monomial, c in e.terms:
+            reg = self.const_reg(c) if not monomial else None
+            for atom in monomial:
+                r = self._atom(atom)
+                reg = r if reg is None else self._binary("mul_i64", reg, r, f"m:{reg}*{r}")
+            if monomial and c != 1:
+                reg = self._binary("mul_i64", reg, self.const_reg(c), f"m:{reg}*#{c}")
+            total = reg if total is None else self._binary("add_i64", total, reg, f"a:{total}+{reg}")
+        assert total is not None
+        self.done[key] = total
+        return total
+

@@ -1,0 +1,249 @@
+"""The "lstm", "gru" and "rnn" kernels: one ONNX recurrent layer, all time steps in one dispatch.
+
+Bindings: X [seq, batch, input], W [dirs, G*H, input], R [dirs, G*H, H], B [dirs, 2*G*H],
+sequence_lens i32 [batch], initial_h [dirs, batch, H] (lstm: initial_c, P [dirs, 3H]), then the
+one output attrs["result"] names: Y [seq, dirs, batch, H], Y_h or Y_c [dirs, batch, H].
+Semantics: iree_py/ir/reference_recurrent.py. One workgroup per direction; each direction's code
+is emitted separately, so its activations and step order are constants.
+
+Per time step and batch entry, each hidden unit j computes its gates' pre-activations as dot
+products (x_t . W row + h . R row, vectorized with the target's f32 lanes) plus both biases, then
+the cell update. The state lives in stack scratch (h, c, the new h until every unit has read the
+old one). A batch entry is active at time t when t < sequence_lens[b] (any i32 value is safe:
+negative lengths never activate); an inactive step keeps its state and writes zeros to Y.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from llvmlite import ir
+
+from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
+from iree_py.codegen.llvm.common import (F32, I32, I64, KernelBuilder, begin_kernel, const_f32, const_i32, const_i64,
+                                         element_ptr, entry_alloca, float_vector, for_range, horizontal, lanes_f32,
+                                         load_f32, static_shape, store_f32, vector_split)
+from iree_py.codegen.llvm.math import emit_unary
+from iree_py.codegen.llvm.math_core import emit_tanh, fmax, fmin
+from iree_py.ir.ops_recurrent import FUNCTIONS_PER_DIRECTION, GATES, num_directions
+from iree_py.ir.types import DType
+
+OPS = {"lstm": "LSTM", "gru": "GRU", "rnn": "RNN"}
+MAX_SCRATCH_FLOATS = 1 << 16  # stack scratch (state): 256 KiB at most
+Activation = Callable[[ir.IRBuilder, ir.Value], ir.Value]
+
+
+def _activation(name: str, alpha: float, beta: float) -> Activation:
+    if name == "Affine":
+        return lambda b, x: b.fadd(b.fmul(x, const_f32(alpha)), const_f32(beta))
+    if name == "ScaledTanh":
+        return lambda b, x: b.fmul(emit_tanh(b, b.fmul(x, const_f32(beta))), const_f32(alpha))
+    attrs = {"HardSigmoid": {"alpha": alpha, "beta": beta}, "LeakyRelu": {"alpha": alpha},
+             "ThresholdedRelu": {"alpha": alpha}, "Elu": {"alpha": alpha}}.get(name, {})
+    return lambda b, x: emit_unary(b, name, attrs, x)
+
+
+def _scratch(b: ir.IRBuilder, count: int, name: str) -> ir.Value:
+    """A stack array of `count` floats in the entry block (a float pointer)."""
+    block = b.block
+    b.position_at_start(block.function.entry_basic_block)
+    slot = b.alloca(F32, size=const_i32(max(count, 1)), name=name)
+    b.position_at_end(block)
+    return slot
+
+
+class _Layer:
+    """The static sizes, bindings and scratch of one kernel, and the emitters its loops share."""
+
+    def __init__(self, spec: KernelSpec, op: str, kb: KernelBuilder) -> None:
+        self.spec, self.op, self.kb, self.b = spec, op, kb, kb.builder
+        self.seq, self.batch, self.size = static_shape(spec.inputs[0], spec.name)
+        self.dirs = num_directions(spec.attrs["direction"])
+        self.hidden = int(spec.attrs["hidden_size"])
+        self.rows = GATES[op] * self.hidden
+        self.lanes = lanes_f32(kb.target)
+        clip = float(spec.attrs["clip"])
+        self.clip = clip if math.isfinite(clip) else None
+        names = ("x", "w", "r", "bias", "lens", "h0", "c0", "peep") if op == "LSTM" else ("x", "w", "r", "bias",
+                                                                                          "lens", "h0")
+        self.ptr = {name: kb.binding(i) for i, name in enumerate(names)}
+        self.ptr["out"] = kb.binding(len(names))
+        state = self.batch * self.hidden
+        self.h = _scratch(self.b, state, "h")
+        self.c = _scratch(self.b, state, "c") if op == "LSTM" else None
+        self.h_new = _scratch(self.b, self.hidden, "h_new")
+        self.gate = _scratch(self.b, self.hidden, "gate") if op == "GRU" else None
+
+    # --- arithmetic ------------------------------------------------------------------------------
+    def dot(self, a: ir.Value, a_off: ir.Value, w: ir.Value, w_off: ir.Value, n: int) -> ir.Value:
+        """sum over k < n of a[a_off + k] * w[w_off + k]."""
+        b = self.b
+        vec, tail = vector_split(n, self.lanes)
+        total: ir.Value = const_f32(0.0)
+        if vec:
+            vty = float_vector(self.lanes)
+            acc = entry_alloca(b, vty, "dot_acc")
+            b.store(ir.Constant(vty, [0.0] * self.lanes), acc)
+            with for_range(b, 0, vec, self.lanes, name="k") as k:
+                prod = b.fmul(load_f32(b, a, b.add(a_off, k), vty), load_f32(b, w, b.add(w_off, k), vty))
+                b.store(b.fadd(b.load(acc), prod), acc)
+            total = horizontal(b, b.load(acc), lambda bb, x, y: bb.fadd(x, y))
+        for k in range(vec, vec + tail):  # static tail: fewer than `lanes` terms
+            kk = const_i64(k)
+            total = b.fadd(total, b.fmul(load_f32(b, a, b.add(a_off, kk)), load_f32(b, w, b.add(w_off, kk))))
+        return total
+
+    def clipped(self, x: ir.Value) -> ir.Value:
+        if self.clip is None:
+            return x
+        return fmin(self.b, fmax(self.b, x, const_f32(-self.clip)), const_f32(self.clip))
+
+    def input_part(self, d: int, t: ir.Value, bi: ir.Value, row: ir.Value) -> ir.Value:
+        """x_t[b] . W[d, row] + Wb[d, row]."""
+        b = self.b
+        x_off = b.mul(b.add(b.mul(t, const_i64(self.batch)), bi), const_i64(self.size))
+        w_off = b.mul(b.add(const_i64(d * self.rows), row), const_i64(self.size))
+        wb = load_f32(b, self.ptr["bias"], b.add(const_i64(d * 2 * self.rows), row))
+        return b.fadd(self.dot(self.ptr["x"], x_off, self.ptr["w"], w_off, self.size), wb)
+
+    def recurrent_part(self, d: int, state: ir.Value, state_off: ir.Value, row: ir.Value) -> ir.Value:
+        """state . R[d, row] + Rb[d, row] (state: H floats at state_off)."""
+        b = self.b
+        r_off = b.mul(b.add(const_i64(d * self.rows), row), const_i64(self.hidden))
+        rb = load_f32(b, self.ptr["bias"], b.add(const_i64(d * 2 * self.rows + self.rows), row))
+        return b.fadd(self.dot(state, state_off, self.ptr["r"], r_off, self.hidden), rb)
+
+    def pre(self, d: int, t: ir.Value, bi: ir.Value, gate: int, j: ir.Value) -> ir.Value:
+        """Gate `gate`'s pre-activation for unit j: x_t W^T + h R^T + both biases."""
+        b = self.b
+        row = b.add(const_i64(gate * self.hidden), j)
+        h_off = b.mul(bi, const_i64(self.hidden))
+        return b.fadd(self.input_part(d, t, bi, row), self.recurrent_part(d, self.h, h_off, row))
+
+    # --- one step of one batch entry: writes h_new[j] for every unit (and c for LSTM) -------------
+    def step(self, d: int, t: ir.Value, bi: ir.Value, fns: list[Activation]) -> None:
+        b = self.b
+        h_off = b.mul(bi, const_i64(self.hidden))
+        if self.op == "RNN":
+            with for_range(b, 0, self.hidden, name="j") as j:
+                store_f32(b, fns[0](b, self.clipped(self.pre(d, t, bi, 0, j))), self.h_new, j)
+            return
+        if self.op == "GRU":
+            self._gru_step(d, t, bi, h_off, fns)
+            return
+        self._lstm_step(d, t, bi, h_off, fns)
+
+    def _gru_step(self, d: int, t: ir.Value, bi: ir.Value, h_off: ir.Value, fns: list[Activation]) -> None:
+        b = self.b
+        f, g = fns
+        linear_before_reset = int(self.spec.attrs["linear_before_reset"])
+        with for_range(b, 0, self.hidden, name="j") as j:  # reset gate (times h unless linear before reset)
+            reset = f(b, self.clipped(self.pre(d, t, bi, 1, j)))
+            store_f32(b, reset if linear_before_reset else b.fmul(reset, load_f32(b, self.h, b.add(h_off, j))),
+                      self.gate, j)
+        with for_range(b, 0, self.hidden, name="j") as j:
+            z = f(b, self.clipped(self.pre(d, t, bi, 0, j)))
+            row = b.add(const_i64(2 * self.hidden), j)
+            if linear_before_reset:
+                hh = b.fmul(load_f32(b, self.gate, j), self.recurrent_part(d, self.h, h_off, row))
+            else:
+                hh = self.recurrent_part(d, self.gate, const_i64(0), row)
+            cand = g(b, self.clipped(b.fadd(self.input_part(d, t, bi, row), hh)))
+            h_prev = load_f32(b, self.h, b.add(h_off, j))
+            one_minus_z = b.fsub(const_f32(1.0), z)
+            store_f32(b, b.fadd(b.fmul(one_minus_z, cand), b.fmul(z, h_prev)), self.h_new, j)
+
+    def _lstm_step(self, d: int, t: ir.Value, bi: ir.Value, h_off: ir.Value, fns: list[Activation]) -> None:
+        b = self.b
+        f, g, h = fns
+        peep, hidden = self.ptr["peep"], self.hidden
+        with for_range(b, 0, hidden, name="j") as j:
+            at = b.add(h_off, j)
+            c_prev = load_f32(b, self.c, at)
+
+            def peephole(k: int, c_value: ir.Value) -> ir.Value:
+                return b.fmul(load_f32(b, peep, b.add(const_i64(d * 3 * hidden + k * hidden), j)), c_value)
+
+            i = f(b, self.clipped(b.fadd(self.pre(d, t, bi, 0, j), peephole(0, c_prev))))
+            if int(self.spec.attrs["input_forget"]):
+                forget = b.fsub(const_f32(1.0), i)
+            else:
+                forget = f(b, self.clipped(b.fadd(self.pre(d, t, bi, 2, j), peephole(2, c_prev))))
+            cell = g(b, self.clipped(self.pre(d, t, bi, 3, j)))
+            c_new = b.fadd(b.fmul(forget, c_prev), b.fmul(i, cell))
+            o = f(b, self.clipped(b.fadd(self.pre(d, t, bi, 1, j), peephole(1, c_new))))
+            store_f32(b, c_new, self.c, at)  # only unit j reads c[b, j]
+            store_f32(b, b.fmul(o, h(b, c_new)), self.h_new, j)
+
+    # --- the whole direction ---------------------------------------------------------------------
+    def direction(self, d: int) -> None:
+        b, hidden, batch = self.b, self.hidden, self.batch
+        backward = self.spec.attrs["direction"] == "reverse" or d == 1
+        per = FUNCTIONS_PER_DIRECTION[self.op]
+        attrs = self.spec.attrs
+        fns = [_activation(attrs["activations"][k], float(attrs["activation_alpha"][k]),
+                           float(attrs["activation_beta"][k])) for k in range(d * per, (d + 1) * per)]
+        result, out = attrs["result"], self.ptr["out"]
+        state_base = const_i64(d * batch * hidden)
+        with for_range(b, 0, batch * hidden, name="init") as k:
+            at = b.add(state_base, k)
+            store_f32(b, load_f32(b, self.ptr["h0"], at), self.h, k)
+            if self.c is not None:
+                store_f32(b, load_f32(b, self.ptr["c0"], at), self.c, k)
+        with for_range(b, 0, self.seq, name="s") as s:
+            t = b.sub(const_i64(self.seq - 1), s) if backward else s
+            with for_range(b, 0, batch, name="bi") as bi:
+                length = b.sext(b.load(element_ptr(b, self.ptr["lens"], bi, I32), typ=I32, align=4), I64)
+                y_off = b.mul(b.add(b.mul(b.add(b.mul(t, const_i64(self.dirs)), const_i64(d)), const_i64(batch)), bi),
+                              const_i64(hidden))
+                h_off = b.mul(bi, const_i64(hidden))
+                with b.if_else(b.icmp_signed("<", t, length)) as (active, inactive):
+                    with active:
+                        self.step(d, t, bi, fns)
+                        with for_range(b, 0, hidden, name="j") as j:
+                            value = load_f32(b, self.h_new, j)
+                            store_f32(b, value, self.h, b.add(h_off, j))
+                            if result == "Y":
+                                store_f32(b, value, out, b.add(y_off, j))
+                    with inactive:
+                        if result == "Y":
+                            with for_range(b, 0, hidden, name="j") as j:
+                                store_f32(b, const_f32(0.0), out, b.add(y_off, j))
+        if result != "Y":
+            final = self.h if result == "Y_h" else self.c
+            with for_range(b, 0, batch * hidden, name="fin") as k:
+                store_f32(b, load_f32(b, final, k), out, b.add(state_base, k))
+
+
+def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
+    what = f"{spec.kind} kernel {spec.name}"
+    op = OPS.get(spec.kind)
+    if op is None:
+        raise ValueError(f"{what}: kind must be one of {sorted(OPS)}")
+    want_inputs = 8 if op == "LSTM" else 6
+    if len(spec.inputs) != want_inputs or len(spec.outputs) != 1:
+        raise ValueError(f"{what}: expects {want_inputs} inputs and 1 output, got {len(spec.inputs)} and "
+                         f"{len(spec.outputs)}")
+    if spec.inputs[0].dtype != DType.f32 or spec.inputs[4].dtype != DType.i32 or spec.outputs[0].dtype != DType.f32:
+        raise ValueError(f"{what}: wants f32 X and output and i32 sequence_lens, got {spec.inputs[0]}, "
+                         f"{spec.inputs[4]} -> {spec.outputs[0]}")
+    seq, batch, _ = static_shape(spec.inputs[0], what)
+    hidden = int(spec.attrs["hidden_size"])
+    if (2 * batch + 2) * hidden > MAX_SCRATCH_FLOATS:
+        raise ValueError(f"{what}: batch {batch} x hidden {hidden} needs more stack scratch than "
+                         f"{MAX_SCRATCH_FLOATS} floats")
+    dirs = num_directions(spec.attrs["direction"])
+    kb = begin_kernel(module, spec.name, target)
+    layer = _Layer(spec, op, kb)
+    b = kb.builder
+    if dirs == 1:
+        layer.direction(0)
+    else:
+        with b.if_else(b.icmp_unsigned("==", kb.workgroup_id(0), const_i32(0))) as (first, second):
+            with first:
+                layer.direction(0)
+            with second:
+                layer.direction(1)
+    kb.finish()
+    return KernelInfo(spec.name, (dirs, 1, 1), (),
+                      tuple(t.num_bytes for t in (*spec.inputs, *spec.outputs)))

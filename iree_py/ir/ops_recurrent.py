@@ -1,0 +1,84 @@
+"""Shape rules of the recurrent layers LSTM, GRU and RNN (ops.py's table takes RECURRENT_OP_DEFS).
+
+The normalized form (docs/ir.md "Recurrent ops"): every input is present (the frontend fills in
+zeros and full sequence lengths), X is [seq, batch, input] (ONNX layout 0), one activation name
+with one alpha and one beta per gate function and direction, and `result` names the one output a
+node computes ("Y", "Y_h" or "Y_c": an ONNX node with several used outputs is several nodes).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from iree_py.ir.opdef import OpDef, static_shape
+from iree_py.ir.types import DType, TensorType
+
+DIRECTIONS = ("forward", "reverse", "bidirectional")
+# The gate functions per direction and the number of weight blocks (gates) per op.
+FUNCTIONS_PER_DIRECTION = {"LSTM": 3, "GRU": 2, "RNN": 1}
+GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+# Activation name (as ONNX spells it) -> (alpha default, beta default); None: the function takes no
+# such value. activation_alpha/beta are consumed in order by the functions that take them
+# (onnxruntime's rule); a missing one takes the default.
+ACTIVATIONS: dict[str, tuple[float | None, float | None]] = {
+    "Tanh": (None, None), "Relu": (None, None), "Sigmoid": (None, None), "Softsign": (None, None),
+    "Softplus": (None, None), "HardSigmoid": (0.2, 0.5), "Affine": (0.0, 0.0), "LeakyRelu": (0.01, None),
+    "ThresholdedRelu": (0.0, None), "ScaledTanh": (0.0, 0.0), "Elu": (1.0, None),
+}
+RECURRENT_ATTRS = ("activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "result")
+
+
+def num_directions(direction: str) -> int:
+    return 2 if direction == "bidirectional" else 1
+
+
+def _expect(t: TensorType, shape: tuple[int, ...], dtype: DType, what: str, op: str) -> None:
+    if t.dtype != dtype or static_shape(t) != shape:
+        raise ValueError(f"{op} {what} must be {dtype.name}{list(shape)}, got {t}")
+
+
+def _rule(op: str):
+    def rule(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+        x = inputs[0]
+        if x.dtype != DType.f32 or len(static_shape(x)) != 3:
+            raise ValueError(f"{op} X must be f32 [seq, batch, input], got {x}")
+        seq, batch, size = static_shape(x)
+        if attrs["direction"] not in DIRECTIONS:
+            raise ValueError(f"{op} direction {attrs['direction']!r} is not one of {list(DIRECTIONS)}")
+        dirs, hidden, gates = num_directions(attrs["direction"]), int(attrs["hidden_size"]), GATES[op]
+        functions = FUNCTIONS_PER_DIRECTION[op] * dirs
+        names, alphas, betas = attrs["activations"], attrs["activation_alpha"], attrs["activation_beta"]
+        if len(names) != functions or len(alphas) != functions or len(betas) != functions:
+            raise ValueError(f"{op} wants {functions} activations, alphas and betas, got {names}, {alphas}, {betas}")
+        unknown = [n for n in names if n not in ACTIVATIONS]
+        if unknown:
+            raise ValueError(f"{op} activations {unknown} are not among {sorted(ACTIVATIONS)}")
+        if hidden <= 0 or not float(attrs["clip"]) > 0:
+            raise ValueError(f"{op} hidden_size {hidden} and clip {attrs['clip']} must be positive")
+        want = [("W", (dirs, gates * hidden, size), DType.f32), ("R", (dirs, gates * hidden, hidden), DType.f32),
+                ("B", (dirs, 2 * gates * hidden), DType.f32), ("sequence_lens", (batch,), DType.i32),
+                ("initial_h", (dirs, batch, hidden), DType.f32)]
+        if op == "LSTM":
+            want += [("initial_c", (dirs, batch, hidden), DType.f32), ("P", (dirs, 3 * hidden), DType.f32)]
+        if len(inputs) != 1 + len(want):
+            raise ValueError(f"{op} takes {1 + len(want)} inputs (X, {', '.join(w[0] for w in want)}), "
+                             f"got {len(inputs)}")
+        for t, (what, shape, dtype) in zip(inputs[1:], want):
+            _expect(t, shape, dtype, what, op)
+        results = {"Y": (seq, dirs, batch, hidden), "Y_h": (dirs, batch, hidden)}
+        if op == "LSTM":
+            results["Y_c"] = (dirs, batch, hidden)
+            if attrs["input_forget"] not in (0, 1):
+                raise ValueError(f"LSTM input_forget must be 0/1, got {attrs['input_forget']}")
+        if op == "GRU" and attrs["linear_before_reset"] not in (0, 1):
+            raise ValueError(f"GRU linear_before_reset must be 0/1, got {attrs['linear_before_reset']}")
+        if attrs["result"] not in results:
+            raise ValueError(f"{op} result {attrs['result']!r} is not one of {list(results)}")
+        return [TensorType(DType.f32, results[attrs["result"]])]
+    return rule
+
+
+RECURRENT_OP_DEFS = [
+    OpDef("LSTM", (*RECURRENT_ATTRS, "input_forget"), 8, 8, _rule("LSTM")),
+    OpDef("GRU", (*RECURRENT_ATTRS, "linear_before_reset"), 6, 6, _rule("GRU")),
+    OpDef("RNN", RECURRENT_ATTRS, 6, 6, _rule("RNN")),
+]

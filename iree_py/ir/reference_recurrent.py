@@ -1,0 +1,106 @@
+"""numpy reference of LSTM, GRU and RNN (normalized form: iree_py/ir/ops_recurrent.py), in f64.
+
+Inputs: X [seq, batch, input], W [dirs, G*H, input], R [dirs, G*H, H], B [dirs, 2*G*H],
+sequence_lens i32 [batch], initial_h [dirs, batch, H] (LSTM also initial_c, P [dirs, 3H]).
+Gate blocks as ONNX orders them: LSTM i o f c, GRU z r h, RNN one. A batch entry is active at
+time t when t < sequence_lens[b]: inactive steps keep its state and write zeros to Y.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from iree_py.ir.ops_recurrent import FUNCTIONS_PER_DIRECTION, GATES, num_directions
+
+Activation = Callable[[np.ndarray], np.ndarray]
+
+
+def activation(name: str, alpha: float, beta: float) -> Activation:
+    table: dict[str, Activation] = {
+        "Tanh": np.tanh,
+        "Relu": lambda x: np.maximum(x, 0.0),
+        "Sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+        "Softsign": lambda x: x / (1.0 + np.abs(x)),
+        "Softplus": lambda x: np.logaddexp(x, 0.0),
+        "HardSigmoid": lambda x: np.clip(alpha * x + beta, 0.0, 1.0),
+        "Affine": lambda x: alpha * x + beta,
+        "LeakyRelu": lambda x: np.where(x >= 0, x, alpha * x),
+        "ThresholdedRelu": lambda x: np.where(x > alpha, x, 0.0),
+        "ScaledTanh": lambda x: alpha * np.tanh(beta * x),
+        "Elu": lambda x: np.where(x >= 0, x, alpha * np.expm1(np.minimum(x, 0.0))),
+    }
+    return table[name]
+
+
+def _functions(op: str, attrs: dict[str, Any], d: int) -> list[Activation]:
+    n = FUNCTIONS_PER_DIRECTION[op]
+    return [activation(attrs["activations"][k], float(attrs["activation_alpha"][k]),
+                       float(attrs["activation_beta"][k])) for k in range(d * n, (d + 1) * n)]
+
+
+def _step(op: str, attrs: dict[str, Any], fns: list[Activation], x: np.ndarray, h: np.ndarray, c: np.ndarray,
+          w: np.ndarray, r: np.ndarray, wb: np.ndarray, rb: np.ndarray, p: np.ndarray | None
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """One time step for all batch entries: (new h, new c)."""
+    hidden = h.shape[-1]
+    clip = float(attrs["clip"])
+
+    def pre(gate: int, hh: np.ndarray | None = None) -> np.ndarray:
+        rows = slice(gate * hidden, (gate + 1) * hidden)
+        return x @ w[rows].T + wb[rows] + (h if hh is None else hh) @ r[rows].T + rb[rows]
+
+    def clipped(v: np.ndarray) -> np.ndarray:
+        return np.clip(v, -clip, clip)
+
+    if op == "RNN":
+        return fns[0](clipped(pre(0))), c
+    if op == "GRU":
+        f, g = fns
+        z, reset = f(clipped(pre(0))), f(clipped(pre(1)))
+        rows = slice(2 * hidden, 3 * hidden)
+        if attrs["linear_before_reset"]:
+            cand = x @ w[rows].T + wb[rows] + reset * (h @ r[rows].T + rb[rows])
+        else:
+            cand = x @ w[rows].T + wb[rows] + (reset * h) @ r[rows].T + rb[rows]
+        return (1.0 - z) * g(clipped(cand)) + z * h, c
+    f, g, hf = fns
+    assert p is not None
+    i = f(clipped(pre(0) + p[:hidden] * c))
+    forget = 1.0 - i if attrs["input_forget"] else f(clipped(pre(2) + p[2 * hidden:] * c))
+    c_new = forget * c + i * g(clipped(pre(3)))
+    o = f(clipped(pre(1) + p[hidden:2 * hidden] * c_new))
+    return o * hf(c_new), c_new
+
+
+def _run(op: str, ins: list[np.ndarray], attrs: dict[str, Any]) -> dict[str, np.ndarray]:
+    x, w, r, bias, lens, h0 = (np.asarray(a, np.float64) if k != 4 else np.asarray(a) for k, a in enumerate(ins[:6]))
+    c0 = np.asarray(ins[6], np.float64) if op == "LSTM" else np.zeros_like(h0)
+    peep = np.asarray(ins[7], np.float64) if op == "LSTM" else None
+    seq, batch, _ = x.shape
+    dirs, hidden = num_directions(attrs["direction"]), int(attrs["hidden_size"])
+    rows = GATES[op] * hidden
+    y = np.zeros((seq, dirs, batch, hidden))
+    y_h, y_c = np.zeros((dirs, batch, hidden)), np.zeros((dirs, batch, hidden))
+    lens = lens.astype(np.int64)
+    for d in range(dirs):
+        backward = attrs["direction"] == "reverse" or d == 1
+        fns = _functions(op, attrs, d)
+        h, c = h0[d].copy(), c0[d].copy()
+        for t in (range(seq - 1, -1, -1) if backward else range(seq)):
+            active = (t < lens)[:, None]
+            h_new, c_new = _step(op, attrs, fns, x[t], h, c, w[d], r[d], bias[d, :rows], bias[d, rows:],
+                                 None if peep is None else peep[d])
+            h, c = np.where(active, h_new, h), np.where(active, c_new, c)
+            y[t, d] = np.where(active, h, 0.0)
+        y_h[d], y_c[d] = h, c
+    return {"Y": y, "Y_h": y_h, "Y_c": y_c}
+
+
+def _kernel(op: str):
+    def run(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+        return _run(op, ins, attrs)[attrs["result"]].astype(np.float32)
+    return run
+
+
+KERNELS = {"LSTM": _kernel("LSTM"), "GRU": _kernel("GRU"), "RNN": _kernel("RNN")}

@@ -1,27 +1,23 @@
-"""Pooling kernels over NCHW: "maxpool", "avgpool" (2-D windows) and "globalavgpool" (any rank).
+"""Pooling kernels over NCHW: "maxpool", "avgpool", "lppool" (2-D windows, pool_window.py) and
+"globalavgpool" (any rank).
 
 One workgroup per (n, c) plane. Window positions outside the input are skipped: maxpool ignores
 padding (as -inf); avgpool divides by the window elements inside the padded input
 (count_include_pad=1; windows hanging past it in ceil_mode are clipped) or inside the real input
-(count_include_pad=0), as onnxruntime does.
+(count_include_pad=0), as onnxruntime does; lppool sums |x|^p (padding adds 0) and takes the p-th root.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import (F32, I32, begin_kernel, const_i64, entry_alloca, for_range, lanes_f32,
-                                         load_f32, max_index, min_index, splat, static_shape, store_f32)
+from iree_py.codegen.llvm.common import (F32, I32, begin_kernel, const_i64, lanes_f32, load_f32, splat, static_shape,
+                                         store_f32)
 from iree_py.codegen.llvm.math import fmax
+from iree_py.codegen.llvm.math_core import emit_pow, fabs, fsqrt
+from iree_py.codegen.llvm.pool_window import Window, WindowAt, for_each_window, window_count
 from iree_py.codegen.llvm.reduce import reduce_row
 from iree_py.ir.types import DType
-
-
-def _ints(spec: KernelSpec, name: str, count: int, default: int) -> tuple[int, ...]:
-    values = tuple(int(v) for v in spec.attrs.get(name, (default,) * count))
-    if len(values) != count:
-        raise ValueError(f"{spec.kind} kernel {spec.name}: attribute {name} needs {count} values, got {values}")
-    return values
 
 
 def _check_io(spec: KernelSpec) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -46,53 +42,56 @@ def pooled_size(size: int, kernel: int, stride: int, pad_begin: int, pad_end: in
     return out
 
 
+def _lp_power(b: ir.IRBuilder, v: ir.Value, p: int) -> ir.Value:
+    """|v| ** p for an integer p >= 1, by repeated multiplication."""
+    magnitude = fabs(b, v)
+    result = magnitude
+    for _ in range(p - 1):
+        result = b.fmul(result, magnitude)
+    return result
+
+
+def _lp_root(b: ir.IRBuilder, total: ir.Value, p: int) -> ir.Value:
+    if p == 1:
+        return total
+    if p == 2:
+        return fsqrt(b, total)
+    return emit_pow(b, total, splat(1.0 / p, F32))  # total >= 0; exp(log(0) / p) = 0
+
+
 def _build_window_pool(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
-    x_shape, y_shape = _check_io(spec)
+    x_shape, _ = _check_io(spec)
     if len(x_shape) != 4:
         raise ValueError(f"{spec.kind} kernel {spec.name}: only 2-D pooling (NCHW) is supported, got {x_shape}")
-    n, c, h, w = x_shape
-    oh, ow = y_shape[2:]
-    kh, kw = _ints(spec, "kernel", 2, 1)
-    sh, sw = _ints(spec, "strides", 2, 1)
-    pt, pl, pb, pr = _ints(spec, "pads", 4, 0)
-    dh, dw = _ints(spec, "dilations", 2, 1) if spec.kind == "maxpool" else (1, 1)
-    is_max = spec.kind == "maxpool"
+    win = Window.of(spec, dilated=spec.kind in ("maxpool", "lppool"))
     include_pad = int(spec.attrs.get("count_include_pad", 0))
+    p = int(spec.attrs.get("p", 2))
 
     kb = begin_kernel(module, spec.name, target)
     b = kb.builder
     src, dst = kb.binding(0), kb.binding(1)
-    plane = kb.workgroup_id_index(0)
-    src_base = b.mul(plane, const_i64(h * w))
-    dst_base = b.mul(plane, const_i64(oh * ow))
-    acc = entry_alloca(b, F32)
-    zero = const_i64(0)
-    with for_range(b, 0, oh, name="oh") as y:
-        hs = b.sub(b.mul(y, const_i64(sh)), const_i64(pt))
-        with for_range(b, 0, ow, name="ow") as x:
-            ws = b.sub(b.mul(x, const_i64(sw)), const_i64(pl))
-            b.store(splat(float("-inf") if is_max else 0.0, F32), acc)
-            with for_range(b, 0, kh, name="kh") as i:
-                hh = b.add(hs, b.mul(i, const_i64(dh)))
-                with b.if_then(b.icmp_unsigned("<", hh, const_i64(h))):
-                    with for_range(b, 0, kw, name="kw") as j:
-                        ww = b.add(ws, b.mul(j, const_i64(dw)))
-                        with b.if_then(b.icmp_unsigned("<", ww, const_i64(w))):
-                            v = load_f32(b, src, b.add(src_base, b.add(b.mul(hh, const_i64(w)), ww)))
-                            b.store(fmax(b, v, b.load(acc)) if is_max else b.fadd(b.load(acc), v), acc)
-            result = b.load(acc)
-            if not is_max:
-                if include_pad:
-                    rows = b.sub(min_index(b, b.add(hs, const_i64(kh)), const_i64(h + pb)), hs)
-                    cols = b.sub(min_index(b, b.add(ws, const_i64(kw)), const_i64(w + pr)), ws)
-                else:
-                    rows = b.sub(min_index(b, b.add(hs, const_i64(kh)), const_i64(h)), max_index(b, hs, zero))
-                    cols = b.sub(min_index(b, b.add(ws, const_i64(kw)), const_i64(w)), max_index(b, ws, zero))
-                # The window count fits i32; converting an i32 needs no compiler builtin on 32-bit targets.
-                count = b.sitofp(b.trunc(b.mul(rows, cols), I32), F32)
-                result = b.fdiv(result, count)
-            store_f32(b, result, dst, b.add(dst_base, b.add(b.mul(y, const_i64(ow)), x)))
+
+    def combine(acc: ir.Value, index: ir.Value) -> ir.Value:
+        v = load_f32(b, src, index)
+        if spec.kind == "maxpool":
+            return fmax(b, v, acc)
+        if spec.kind == "lppool":
+            return b.fadd(acc, _lp_power(b, v, p))
+        return b.fadd(acc, v)
+
+    def finish(result: ir.Value, at: WindowAt) -> None:
+        if spec.kind == "avgpool":
+            # The window count fits i32; converting an i32 needs no compiler builtin on 32-bit targets.
+            count = b.sitofp(b.trunc(window_count(b, win, at, include_pad), I32), F32)
+            result = b.fdiv(result, count)
+        elif spec.kind == "lppool":
+            result = _lp_root(b, result, p)
+        store_f32(b, result, dst, at.out_index)
+
+    start = splat(float("-inf") if spec.kind == "maxpool" else 0.0, F32)
+    for_each_window(b, kb.workgroup_id_index(0), win, start, combine, finish)
     kb.finish()
+    n, c = x_shape[:2]
     return KernelInfo(spec.name, (n * c, 1, 1), (), (spec.inputs[0].num_bytes, spec.outputs[0].num_bytes))
 
 
@@ -121,7 +120,7 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
         return qpool.build(spec, module, target)
     if spec.kind == "globalavgpool":
         return _build_global_avg(spec, module, target)
-    if spec.kind in ("maxpool", "avgpool"):
+    if spec.kind in ("maxpool", "avgpool", "lppool"):
         return _build_window_pool(spec, module, target)
     raise ValueError(f"pool kernel {spec.name}: unsupported kind {spec.kind!r}")
 

@@ -1,0 +1,103 @@
+"""The window iteration shared by the 2-D pooling kernels (pool.py: maxpool, avgpool, lppool;
+qpool.py: integer maxpool, qavgpool).
+
+One workgroup per (n, c) plane of an NCHW tensor. For each output pixel the accumulator starts at
+`start`, every window tap inside the input (taps in the padding are skipped) folds in through
+`combine(acc, index)` (index: the tap's element index in X), and `finish(acc, at)` stores the
+result, `at` saying where the window is.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from llvmlite import ir
+
+from iree_py.codegen.kernel_spec import KernelSpec
+from iree_py.codegen.llvm.common import const_i64, entry_alloca, for_range, max_index, min_index
+from iree_py.ir.opdef import pool_output_size
+
+
+def spec_ints(spec: KernelSpec, name: str, count: int, default: int) -> tuple[int, ...]:
+    values = tuple(int(v) for v in spec.attrs.get(name, (default,) * count))
+    if len(values) != count:
+        raise ValueError(f"{spec.kind} kernel {spec.name}: attribute {name} needs {count} values, got {values}")
+    return values
+
+
+@dataclass(frozen=True)
+class Window:
+    """A 2-D pooling window over one [H, W] plane, with the [OH, OW] output it gives."""
+
+    h: int
+    w: int
+    oh: int
+    ow: int
+    kernel: tuple[int, int]
+    strides: tuple[int, int]
+    pads: tuple[int, int, int, int]  # top, left, bottom, right
+    dilations: tuple[int, int]
+
+    @classmethod
+    def of(cls, spec: KernelSpec, dilated: bool) -> Window:
+        """The window of a pooling spec (attrs kernel, strides, pads, ceil_mode and, when
+        `dilated`, dilations); checks the output shape against it."""
+        n, c, h, w = (int(d) for d in spec.inputs[0].shape)
+        kernel = spec_ints(spec, "kernel", 2, 1)
+        strides = spec_ints(spec, "strides", 2, 1)
+        pads = spec_ints(spec, "pads", 4, 0)
+        dilations = spec_ints(spec, "dilations", 2, 1) if dilated else (1, 1)
+        ceil_mode = int(spec.attrs.get("ceil_mode", 0))
+        oh = pool_output_size(h, kernel[0], strides[0], pads[0], pads[2], dilations[0], ceil_mode)
+        ow = pool_output_size(w, kernel[1], strides[1], pads[1], pads[3], dilations[1], ceil_mode)
+        if tuple(int(d) for d in spec.outputs[0].shape) != (n, c, oh, ow):
+            raise ValueError(f"{spec.kind} kernel {spec.name}: output {spec.outputs[0]} should be [{n}, {c}, {oh}, {ow}]")
+        return cls(h, w, oh, ow, kernel, strides, pads, dilations)
+
+
+@dataclass(frozen=True)
+class WindowAt:
+    """Where the current window is: its output element index and its top-left corner (may be
+    negative: in the padding)."""
+
+    out_index: ir.Value
+    top: ir.Value
+    left: ir.Value
+
+
+def for_each_window(b: ir.IRBuilder, plane: ir.Value, win: Window, start: ir.Value,
+                    combine: Callable[[ir.Value, ir.Value], ir.Value],
+                    finish: Callable[[ir.Value, WindowAt], None]) -> None:
+    """Emit the loops over output pixels and window taps of plane `plane` (an i64 index)."""
+    (kh, kw), (sh, sw), (dh, dw) = win.kernel, win.strides, win.dilations
+    pt, pl = win.pads[0], win.pads[1]
+    src_base = b.mul(plane, const_i64(win.h * win.w))
+    dst_base = b.mul(plane, const_i64(win.oh * win.ow))
+    acc = entry_alloca(b, start.type)
+    with for_range(b, 0, win.oh, name="oh") as y:
+        hs = b.sub(b.mul(y, const_i64(sh)), const_i64(pt))
+        with for_range(b, 0, win.ow, name="ow") as x:
+            ws = b.sub(b.mul(x, const_i64(sw)), const_i64(pl))
+            b.store(start, acc)
+            with for_range(b, 0, kh, name="kh") as i:
+                hh = b.add(hs, b.mul(i, const_i64(dh)))
+                with b.if_then(b.icmp_unsigned("<", hh, const_i64(win.h))):
+                    with for_range(b, 0, kw, name="kw") as j:
+                        ww = b.add(ws, b.mul(j, const_i64(dw)))
+                        with b.if_then(b.icmp_unsigned("<", ww, const_i64(win.w))):
+                            index = b.add(src_base, b.add(b.mul(hh, const_i64(win.w)), ww))
+                            b.store(combine(b.load(acc), index), acc)
+            finish(b.load(acc), WindowAt(b.add(dst_base, b.add(b.mul(y, const_i64(win.ow)), x)), hs, ws))
+
+
+def window_count(b: ir.IRBuilder, win: Window, at: WindowAt, include_pad: int) -> ir.Value:
+    """Elements an average divides by (i64): the window clipped to the padded input
+    (count_include_pad=1; the ceil_mode overhang does not count) or to the input itself."""
+    (kh, kw), zero = win.kernel, const_i64(0)
+    if include_pad:
+        rows = b.sub(min_index(b, b.add(at.top, const_i64(kh)), const_i64(win.h + win.pads[2])), at.top)
+        cols = b.sub(min_index(b, b.add(at.left, const_i64(kw)), const_i64(win.w + win.pads[3])), at.left)
+    else:
+        rows = b.sub(min_index(b, b.add(at.top, const_i64(kh)), const_i64(win.h)), max_index(b, at.top, zero))
+        cols = b.sub(min_index(b, b.add(at.left, const_i64(kw)), const_i64(win.w)), max_index(b, at.left, zero))
+    return b.mul(rows, cols)

@@ -20,9 +20,9 @@ from llvmlite import ir
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (I32, begin_kernel, const_i64, entry_alloca, for_range,
                                          max_index, min_index, static_shape)
-from iree_py.codegen.llvm.requant import QRANGE, acc_slot, i32, load_q, per_channel, requantize, store_q
+from iree_py.codegen.llvm.requant import (acc_slot, check_q_operands, i32, load_q, per_channel,
+                                          requantize_and_store)
 from iree_py.ir.opdef import pool_output_size
-from iree_py.ir.types import DType
 
 OW_TILE = 128
 
@@ -36,11 +36,7 @@ def valid_columns(kw: int, width: int, out_width: int, stride: int, pad_left: in
 
 
 def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
-    if len(spec.inputs) not in (2, 3) or len(spec.outputs) != 1:
-        raise ValueError(f"qconv kernel {spec.name}: expects X, W (, bias) and one output")
-    x_t, w_t, out_t = spec.inputs[0], spec.inputs[1], spec.outputs[0]
-    if x_t.dtype not in QRANGE or w_t.dtype not in QRANGE or out_t.dtype not in QRANGE:
-        raise ValueError(f"qconv kernel {spec.name}: wants i8/u8 X, W and output, got {x_t}, {w_t} -> {out_t}")
+    x_t, w_t, out_t, has_bias = check_q_operands(spec, "qconv")
     n, c, h, w = static_shape(x_t, f"qconv kernel {spec.name} input")
     m, cg, kh_size, kw_size = static_shape(w_t, f"qconv kernel {spec.name} weight")
     a = spec.attrs
@@ -58,7 +54,7 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
     kb = begin_kernel(module, spec.name, target)
     b = kb.builder
     x_buf, w_buf = kb.binding(0), kb.binding(1)
-    bias_buf = kb.binding(2) if len(spec.inputs) == 3 else None
+    bias_buf = kb.binding(2) if has_bias else None
     out_buf = kb.binding(len(spec.inputs))
     acc = entry_alloca(b, ir.ArrayType(I32, tile), "acc")
 
@@ -96,11 +92,10 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
                         slot = acc_slot(b, acc, b.sub(ow, ow0))
                         b.store(b.add(b.load(slot, typ=I32, align=4), b.mul(xv, weight)), slot, align=4)
 
-    bias = load_q(b, bias_buf, mo, DType.i32) if bias_buf is not None else i32(0)
     out_row = b.mul(b.add(b.mul(b.add(b.mul(batch, const_i64(m)), mo), const_i64(oh_size)), oh), const_i64(ow_size))
     with for_range(b, ow0, ow_end, name="store") as ow:
-        total = b.add(b.load(acc_slot(b, acc, b.sub(ow, ow0)), typ=I32, align=4), bias)
-        store_q(b, requantize(b, module, a, total, mo, spec.name), out_buf, b.add(out_row, ow))
+        total = b.load(acc_slot(b, acc, b.sub(ow, ow0)), typ=I32, align=4)
+        requantize_and_store(b, module, a, total, bias_buf, mo, spec.name, out_buf, b.add(out_row, ow))
     kb.finish()
 
     lengths = tuple(t.num_bytes for t in spec.inputs) + (out_t.num_bytes,)

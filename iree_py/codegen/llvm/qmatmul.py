@@ -17,19 +17,15 @@ from llvmlite import ir
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (I32, begin_kernel, const_i64, entry_alloca, for_range,
                                          min_index, static_shape)
-from iree_py.codegen.llvm.requant import QRANGE, acc_slot, i32, load_q, per_channel, requantize, store_q
-from iree_py.ir.types import DType
+from iree_py.codegen.llvm.requant import (acc_slot, check_q_operands, i32, load_q, per_channel,
+                                          requantize_and_store)
 
 N_TILE = 256
 ROWS_PER_GROUP = 8
 
 
 def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
-    if len(spec.inputs) not in (2, 3) or len(spec.outputs) != 1:
-        raise ValueError(f"qmatmul kernel {spec.name}: expects A, B (, bias) and one output")
-    a_t, b_t, out_t = spec.inputs[0], spec.inputs[1], spec.outputs[0]
-    if a_t.dtype not in QRANGE or b_t.dtype not in QRANGE or out_t.dtype not in QRANGE:
-        raise ValueError(f"qmatmul kernel {spec.name}: wants i8/u8 A, B and output, got {a_t}, {b_t} -> {out_t}")
+    a_t, b_t, out_t, has_bias = check_q_operands(spec, "qmatmul")
     a_shape = static_shape(a_t, f"qmatmul kernel {spec.name} input A")
     k_size, n_size = static_shape(b_t, f"qmatmul kernel {spec.name} input B")
     if len(a_shape) < 2 or a_shape[-1] != k_size or \
@@ -42,7 +38,7 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
     kb = begin_kernel(module, spec.name, target)
     b = kb.builder
     a_buf, b_buf = kb.binding(0), kb.binding(1)
-    bias_buf = kb.binding(2) if len(spec.inputs) == 3 else None
+    bias_buf = kb.binding(2) if has_bias else None
     out_buf = kb.binding(len(spec.inputs))
     acc = entry_alloca(b, ir.ArrayType(I32, tile), "acc")
     row_sum = entry_alloca(b, I32, "row_sum")
@@ -70,9 +66,7 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
         with for_range(b, n0, n_end, name="store") as col:
             w_zp = per_channel(module, b, f"{spec.name}.w_zero_point", list(attrs["w_zero_point"]), col)
             total = b.sub(b.load(acc_slot(b, acc, b.sub(col, n0)), typ=I32, align=4), b.mul(w_zp, total_a))
-            if bias_buf is not None:
-                total = b.add(total, load_q(b, bias_buf, col, DType.i32))
-            store_q(b, requantize(b, module, attrs, total, col, spec.name), out_buf, b.add(out_row, col))
+            requantize_and_store(b, module, attrs, total, bias_buf, col, spec.name, out_buf, b.add(out_row, col))
     kb.finish()
 
     grid = (-(-n_size // tile), -(-rows // ROWS_PER_GROUP), 1)

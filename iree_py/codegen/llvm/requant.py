@@ -136,3 +136,24 @@ def requantize(b: ir.IRBuilder, module: ir.Module, attrs: dict, acc: ir.Value, c
     scale = per_channel(module, b, f"{prefix}.scale", list(attrs["scale"]), channel, F32)
     v = b.fmul(b.sitofp(acc, F32), scale)
     return b.add(float_to_nearest_i32(b, v, float(act_min - y_zp), float(act_max - y_zp)), i32(y_zp))
+
+
+def check_q_operands(spec, kind: str) -> tuple:
+    """(X, W, output, has_bias) of a QConv/QMatMul kernel spec: X, W (, i32 bias) in, one output,
+    X, W and the output i8/u8. Raises naming the kernel when the spec is not like that."""
+    if len(spec.inputs) not in (2, 3) or len(spec.outputs) != 1:
+        raise ValueError(f"{kind} kernel {spec.name}: expects X, W (, bias) and one output, "
+                         f"got {len(spec.inputs)} inputs and {len(spec.outputs)} outputs")
+    x_t, w_t, out_t = spec.inputs[0], spec.inputs[1], spec.outputs[0]
+    if x_t.dtype not in QRANGE or w_t.dtype not in QRANGE or out_t.dtype not in QRANGE:
+        raise ValueError(f"{kind} kernel {spec.name}: wants i8/u8 X, W and output, got {x_t}, {w_t} -> {out_t}")
+    return x_t, w_t, out_t, len(spec.inputs) == 3
+
+
+def requantize_and_store(b: ir.IRBuilder, module: ir.Module, attrs: dict, acc: ir.Value, bias_buf: ir.Value | None,
+                         channel: ir.Value, prefix: str, out_buf: ir.Value, out_index: ir.Value) -> None:
+    """The epilogue of QConv/QMatMul: acc (+ bias[channel] when there is a bias binding),
+    requantized for `channel` and stored as one byte at out_buf[out_index]."""
+    if bias_buf is not None:
+        acc = b.add(acc, load_q(b, bias_buf, channel, DType.i32))
+    store_q(b, requantize(b, module, attrs, acc, channel, prefix), out_buf, out_index)

@@ -17,30 +17,16 @@ from typing import Callable
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import (ALIGN, begin_kernel, const_i64, element_ptr, for_range, lanes_f32,
-                                         min_index, static_shape, strides_of)
+from iree_py.codegen.llvm.common import ALIGN, begin_kernel, const_i64, element_ptr, for_range, lanes_f32, min_index
 from iree_py.codegen.llvm.copy_common import element_type, emit_contiguous_copy
-from iree_py.codegen.llvm.index_common import all_true, index_type, load_index, unravel, wrap_index
+from iree_py.codegen.llvm.index_common import check_indexing, elements_offset, load_index, tuple_offset, wrap_index
 from iree_py.ir import indexing_ops
 
 ROW_GROUP_ELEMENTS = 16384
+DATA_INDICES = ("data", "indices")
 
 # (builder, row, indices pointer) -> (source element offset of the row, whether it is in range)
 RowSource = Callable[[ir.IRBuilder, ir.Value, ir.Value], tuple[ir.Value, ir.Value]]
-
-
-def _check(spec: KernelSpec, rule) -> tuple[tuple[int, ...], tuple[int, ...], ir.IntType]:
-    if len(spec.inputs) != 2 or len(spec.outputs) != 1:
-        raise ValueError(f"{spec.kind} kernel {spec.name}: expects inputs data, indices and 1 output")
-    try:
-        want = rule(list(spec.inputs), spec.attrs)
-    except (KeyError, ValueError) as e:
-        raise ValueError(f"{spec.kind} kernel {spec.name}: {e}") from None
-    if want[0] != spec.outputs[0]:
-        raise ValueError(f"{spec.kind} kernel {spec.name}: output {spec.outputs[0]} should be {want[0]}")
-    data = static_shape(spec.inputs[0], f"{spec.kind} kernel {spec.name} data")
-    indices = static_shape(spec.inputs[1], f"{spec.kind} kernel {spec.name} indices")
-    return data, indices, index_type(spec.inputs[1], f"{spec.kind} kernel {spec.name}")
 
 
 def _build_rows(spec: KernelSpec, module: ir.Module, target, rows: int, chunk: int, source: RowSource) -> KernelInfo:
@@ -69,7 +55,7 @@ def _build_rows(spec: KernelSpec, module: ir.Module, target, rows: int, chunk: i
 
 
 def build_gather(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
-    data, indices, ity = _check(spec, indexing_ops.gather_rule)
+    data, indices, ity = check_indexing(spec, indexing_ops.gather_rule, DATA_INDICES)
     axis = int(spec.attrs["axis"])
     dim, count = data[axis], math.prod(indices)
     inner = math.prod(data[axis + 1:])
@@ -84,40 +70,27 @@ def build_gather(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
 
 
 def build_gather_elements(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
-    data, indices, ity = _check(spec, indexing_ops.gather_elements_rule)
+    data, indices, ity = check_indexing(spec, indexing_ops.gather_elements_rule, DATA_INDICES)
     axis = int(spec.attrs["axis"])
-    strides = strides_of(data)
 
     def source(b: ir.IRBuilder, row: ir.Value, idx_ptr: ir.Value) -> tuple[ir.Value, ir.Value]:
-        index, in_range = wrap_index(b, load_index(b, idx_ptr, row, ity), data[axis])
-        coords = unravel(b, row, indices)
-        coords[axis] = index
-        offset = const_i64(0)
-        for coord, stride in zip(coords, strides):
-            offset = b.add(offset, b.mul(coord, const_i64(stride)))
-        return offset, in_range
+        return elements_offset(b, row, idx_ptr, ity, data, indices, axis)
 
     return _build_rows(spec, module, target, math.prod(indices), 1, source)
 
 
 def build_gather_nd(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
-    data, indices, ity = _check(spec, indexing_ops.gather_nd_rule)
+    data, indices, ity = check_indexing(spec, indexing_ops.gather_nd_rule, DATA_INDICES)
     batch_dims = int(spec.attrs["batch_dims"])
     k = indices[-1]
     tuples_per_batch = math.prod(indices[batch_dims:-1])
     batch_size = math.prod(data[batch_dims:])
-    strides = strides_of(data[batch_dims:])
     chunk = math.prod(data[batch_dims + k:])
 
     def source(b: ir.IRBuilder, row: ir.Value, idx_ptr: ir.Value) -> tuple[ir.Value, ir.Value]:
-        offset = b.mul(b.udiv(row, const_i64(tuples_per_batch)), const_i64(batch_size))
-        flags = []
-        for j in range(k):
-            raw = load_index(b, idx_ptr, b.add(b.mul(row, const_i64(k)), const_i64(j)), ity)
-            index, in_range = wrap_index(b, raw, data[batch_dims + j])
-            offset = b.add(offset, b.mul(index, const_i64(strides[j])))
-            flags.append(in_range)
-        return offset, all_true(b, flags)
+        batch_offset = b.mul(b.udiv(row, const_i64(tuples_per_batch)), const_i64(batch_size))
+        offset, in_range = tuple_offset(b, row, idx_ptr, ity, data[batch_dims:], k)
+        return b.add(batch_offset, offset), in_range
 
     rows = math.prod(indices[:-1])
     return _build_rows(spec, module, target, rows, chunk, source)

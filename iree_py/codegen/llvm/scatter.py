@@ -17,10 +17,9 @@ from typing import Callable
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import (ALIGN, begin_kernel, const_i64, element_ptr, for_range, lanes_f32,
-                                         static_shape, strides_of)
+from iree_py.codegen.llvm.common import ALIGN, begin_kernel, const_i64, element_ptr, for_range, lanes_f32
 from iree_py.codegen.llvm.copy_common import element_type, emit_contiguous_copy
-from iree_py.codegen.llvm.index_common import all_true, index_type, load_index, unravel, wrap_index
+from iree_py.codegen.llvm.index_common import check_indexing, elements_offset, tuple_offset
 from iree_py.ir import indexing_ops
 from iree_py.ir.types import DType
 
@@ -30,6 +29,7 @@ RowTarget = Callable[[ir.IRBuilder, ir.Value, ir.Value], tuple[ir.Value, ir.Valu
 FLOAT_TYPES = {DType.f32: ir.FloatType(), DType.f64: ir.DoubleType()}
 SIGNED_TYPES = {DType.i8: 8, DType.i16: 16, DType.i32: 32, DType.i64: 64}
 UNSIGNED_TYPES = {DType.u8: 8}
+DATA_INDICES_UPDATES = ("data", "indices", "updates")
 
 
 def _arith_type(dtype: DType, reduction: str, what: str) -> ir.Type:
@@ -59,20 +59,6 @@ def _combine(b: ir.IRBuilder, reduction: str, dtype: DType, old: ir.Value, new: 
     return b.select(keep_old, old, new)
 
 
-def _check(spec: KernelSpec, rule) -> tuple[tuple[int, ...], tuple[int, ...], ir.IntType]:
-    if len(spec.inputs) != 3 or len(spec.outputs) != 1:
-        raise ValueError(f"{spec.kind} kernel {spec.name}: expects inputs data, indices, updates and 1 output")
-    try:
-        want = rule(list(spec.inputs), spec.attrs)
-    except (KeyError, ValueError) as e:
-        raise ValueError(f"{spec.kind} kernel {spec.name}: {e}") from None
-    if want[0] != spec.outputs[0]:
-        raise ValueError(f"{spec.kind} kernel {spec.name}: output {spec.outputs[0]} should be {want[0]}")
-    data = static_shape(spec.inputs[0], f"{spec.kind} kernel {spec.name} data")
-    indices = static_shape(spec.inputs[1], f"{spec.kind} kernel {spec.name} indices")
-    return data, indices, index_type(spec.inputs[1], f"{spec.kind} kernel {spec.name}")
-
-
 def _build_rows(spec: KernelSpec, module: ir.Module, target, rows: int, chunk: int, destination: RowTarget
                 ) -> KernelInfo:
     data_t, out_t = spec.inputs[0], spec.outputs[0]
@@ -100,34 +86,20 @@ def _build_rows(spec: KernelSpec, module: ir.Module, target, rows: int, chunk: i
 
 
 def build_scatter_elements(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
-    data, indices, ity = _check(spec, indexing_ops.scatter_elements_rule)
+    data, indices, ity = check_indexing(spec, indexing_ops.scatter_elements_rule, DATA_INDICES_UPDATES)
     axis = int(spec.attrs["axis"])
-    strides = strides_of(data)
 
     def destination(b: ir.IRBuilder, row: ir.Value, idx_ptr: ir.Value) -> tuple[ir.Value, ir.Value]:
-        index, in_range = wrap_index(b, load_index(b, idx_ptr, row, ity), data[axis])
-        coords = unravel(b, row, indices)
-        coords[axis] = index
-        offset = const_i64(0)
-        for coord, stride in zip(coords, strides):
-            offset = b.add(offset, b.mul(coord, const_i64(stride)))
-        return offset, in_range
+        return elements_offset(b, row, idx_ptr, ity, data, indices, axis)
 
     return _build_rows(spec, module, target, math.prod(indices), 1, destination)
 
 
 def build_scatter_nd(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
-    data, indices, ity = _check(spec, indexing_ops.scatter_nd_rule)
+    data, indices, ity = check_indexing(spec, indexing_ops.scatter_nd_rule, DATA_INDICES_UPDATES)
     k = indices[-1]
-    strides = strides_of(data)
 
     def destination(b: ir.IRBuilder, row: ir.Value, idx_ptr: ir.Value) -> tuple[ir.Value, ir.Value]:
-        offset, flags = const_i64(0), []
-        for j in range(k):
-            raw = load_index(b, idx_ptr, b.add(b.mul(row, const_i64(k)), const_i64(j)), ity)
-            index, in_range = wrap_index(b, raw, data[j])
-            offset = b.add(offset, b.mul(index, const_i64(strides[j])))
-            flags.append(in_range)
-        return offset, all_true(b, flags)
+        return tuple_offset(b, row, idx_ptr, ity, data, k)
 
     return _build_rows(spec, module, target, math.prod(indices[:-1]), math.prod(data[k:]), destination)

@@ -1,13 +1,19 @@
 """`iree-py dump`: a module as readable text (golden-tested in tests/module/)."""
 from __future__ import annotations
 
+import numpy as np
+
 from iree_py.module.model import Module, TensorSig
 from iree_py.module.section_sizes import section_sizes
 from iree_py.vm.encoder import decode
 
 
 def _sig(s: TensorSig) -> str:
-    return f"%{s.name}: {'x'.join(str(d) for d in s.shape)}x{s.dtype.value}" if s.shape else f"%{s.name}: {s.dtype.value}"
+    text = f"%{s.name}: {'x'.join(str(d) for d in s.shape)}x{s.dtype.value}" if s.shape else f"%{s.name}: {s.dtype.value}"
+    if not s.scale:
+        return text
+    scales = ", ".join(str(np.float32(v)) for v in s.scale)   # the shortest text of each float32 scale
+    return f"{text} {{scale {scales}, zero point {', '.join(str(z) for z in s.zero_point) or '0'}}}"
 
 
 def dump_module(module: Module, data: bytes | None = None, *, code_bytes: bool = False) -> str:

@@ -15,6 +15,15 @@ class TensorSig:
     name: str
     dtype: DType
     shape: tuple[int, ...]
+    scale: tuple[float, ...] = ()       # quantized (int8/uint8) tensors: real = scale * (q - zero_point)
+    zero_point: tuple[int, ...] = ()
+
+    @property
+    def quantization(self) -> tuple[float, int] | None:
+        """(scale, zero_point) of a per-tensor quantized input/output, else None."""
+        if len(self.scale) != 1:
+            return None
+        return float(self.scale[0]), int(self.zero_point[0]) if self.zero_point else 0
 
 
 @dataclass

@@ -113,7 +113,8 @@ def _read(data: bytes | memoryview, payloads: bool) -> Module:
 
 
 def _sig(t: _T) -> TensorSig:
-    return TensorSig(t.string(0), list(DType)[t.scalar(1, N.Uint8Flags)], tuple(t.scalars(2, "q")))
+    return TensorSig(t.string(0), list(DType)[t.scalar(1, N.Uint8Flags)], tuple(t.scalars(2, "q")),
+                     tuple(float(s) for s in t.scalars(3, "f")), tuple(t.scalars(4, "q")))
 
 
 def _function(t: _T) -> Function:

@@ -67,10 +67,16 @@ def _bytes(b: flatbuffers.Builder, data: bytes, alignment: int = 1) -> Offset:
 def _tensor_sig(b: flatbuffers.Builder, sig: TensorSig) -> Offset:
     name = b.CreateString(sig.name)
     shape = _scalar_vector(b, list(sig.shape), 8, b.PrependInt64)
-    b.StartObject(3)
+    scale = _scalar_vector(b, [float(s) for s in sig.scale], 4, b.PrependFloat32) if sig.scale else 0
+    zero_point = _scalar_vector(b, [int(z) for z in sig.zero_point], 8, b.PrependInt64) if sig.zero_point else 0
+    b.StartObject(5)
     b.PrependUOffsetTRelativeSlot(0, name, 0)
     b.PrependUint8Slot(1, sig.dtype.module_code, 0)
     b.PrependUOffsetTRelativeSlot(2, shape, 0)
+    if scale:
+        b.PrependUOffsetTRelativeSlot(3, scale, 0)
+    if zero_point:
+        b.PrependUOffsetTRelativeSlot(4, zero_point, 0)
     return b.EndObject()
 
 

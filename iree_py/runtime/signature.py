@@ -18,6 +18,11 @@ def check_inputs(fn: Function, args: tuple) -> list[np.ndarray]:
     arrays = []
     for i, (arg, sig) in enumerate(zip(args, fn.inputs)):
         a = np.asarray(arg)
+        if a.dtype != sig.dtype.numpy and sig.quantization is not None:
+            scale, zero_point = sig.quantization
+            raise IreePyError(f"{fn.name}: input {i} {describe(sig)} is quantized (scale {scale:.9g}, zero point "
+                              f"{zero_point}) and was given dtype {a.dtype}; expected {sig.dtype.numpy}: quantize "
+                              f"with np.clip(np.round(x / {scale:.9g}) + {zero_point}, ...).astype(np.{sig.dtype.numpy})")
         if a.dtype != sig.dtype.numpy:
             raise IreePyError(f"{fn.name}: input {i} {describe(sig)} was given dtype {a.dtype}; "
                               f"expected {sig.dtype.numpy} (convert with .astype(np.{sig.dtype.numpy}))")

@@ -27,6 +27,7 @@ _SIGNATURES = {
     "irp_module_release": ([ctypes.c_void_p], None),
     "irp_module_find_function": ([ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int32)], ctypes.c_int),
     "irp_module_arena_size": ([ctypes.c_void_p], ctypes.c_size_t),
+    "irp_module_reset_state": ([ctypes.c_void_p], ctypes.c_int),
     "irp_module_set_profiling": ([ctypes.c_void_p, ctypes.c_int32], None),
     "irp_module_entry_point_count": ([ctypes.c_void_p], ctypes.c_int32),
     "irp_module_entry_point_profile": ([ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_char_p),

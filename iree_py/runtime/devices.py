@@ -16,6 +16,7 @@ import numpy as np
 from iree_py.codegen.target import Target, available_targets, load_target
 from iree_py.errors import IreePyError, IreeRuntimeError
 from iree_py.module.model import Function, Module
+from iree_py.module.state_info import has_state
 from iree_py.runtime import capi
 from iree_py.runtime.build import runner_for
 
@@ -81,6 +82,10 @@ class LocalDevice:
 
     def arena_size(self) -> int:
         return self.lib.irp_module_arena_size(self.module)
+
+    def reset_state(self) -> None:
+        """Forget the module state (docs/state.md): the next call runs as the first one did."""
+        self._check(self.lib.irp_module_reset_state(self.module), "reset state")
 
     def set_profiling(self, enabled: bool) -> None:
         """Count dispatches and time per entry point from now on (clears the counters)."""
@@ -164,22 +169,43 @@ def qemu_target_for(arch: str) -> Target:
 
 
 class QemuDevice:
-    """The runner cross-built for the module's architecture, run under qemu-user; tensors go through files."""
+    """The runner cross-built for the module's architecture, run under qemu-user; tensors go through files.
 
-    def __init__(self, image: np.ndarray, arch: str) -> None:
+    Each call is a new runner process. For a stateful module (docs/state.md) the device keeps the
+    inputs of the calls so far and replays them all in one runner process, so call k sees the state
+    the k - 1 calls before it left (the runner runs one input set after another)."""
+
+    def __init__(self, image: np.ndarray, arch: str, stateful: bool = False) -> None:
         self.target = qemu_target_for(arch)
         self.runner = runner_for(self.target.name, self.target.cross_cc, self.target.cross_cflags)
         self.image = image
+        self.stateful = stateful
+        self._history: list[tuple[str, list[np.ndarray]]] = []  # stateful: (function, inputs) of each call
+
+    def reset_state(self) -> None:
+        self._history.clear()
 
     def call(self, fn: Function, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        if not self.stateful:
+            return self._run(fn, [inputs])
+        if any(name != fn.name for name, _ in self._history):
+            raise IreePyError(f"a stateful module under qemu-user replays its calls; calls of {fn.name} after "
+                              f"calls of another function are not supported")
+        outputs = self._run(fn, [*(past for _, past in self._history), inputs])
+        self._history.append((fn.name, [np.array(a, copy=True) for a in inputs]))
+        return outputs
+
+    def _run(self, fn: Function, calls: list[list[np.ndarray]]) -> list[np.ndarray]:
+        """One runner process making `calls` in a row; the last call's outputs."""
         with tempfile.TemporaryDirectory(prefix="iree-py-") as tmp:
             d = Path(tmp)
             self.image.tofile(d / "m.vmfb")
             cpu = ["-cpu", self.target.qemu_cpu] if self.target.qemu_cpu else []
             cmd = [self.target.qemu, *cpu, str(self.runner), str(d / "m.vmfb"), f"--function={fn.name}"]
-            for i, a in enumerate(inputs):
-                (d / f"in{i}.bin").write_bytes(a.tobytes())
-                cmd.append(f"--input={d / f'in{i}.bin'}")
+            for c, inputs in enumerate(calls):
+                for i, a in enumerate(inputs):
+                    (d / f"in{c}_{i}.bin").write_bytes(a.tobytes())
+                    cmd.append(f"--input={d / f'in{c}_{i}.bin'}")
             cmd += [f"--output={d / f'out{i}.bin'}" for i in range(len(fn.outputs))]
             result = subprocess.run(cmd, capture_output=True, text=True)
             if result.returncode != 0:
@@ -200,7 +226,7 @@ def open_device(device: str, image: np.ndarray, module: Module) -> LocalDevice |
                               f"run it with device='qemu' (--device=qemu)")
         return LocalDevice(image)
     if device == "qemu-user":  # the Linux runner under qemu-user, also for bare-metal archs (user_mode_stand_in)
-        return QemuDevice(image, arch)
+        return QemuDevice(image, arch, has_state(module))
     if device.startswith(("serial://", "socket://")):  # a board running the device server
         from iree_py.runtime.serial_device import SerialDevice
         board = SerialDevice(device)
@@ -212,5 +238,5 @@ def open_device(device: str, image: np.ndarray, module: Module) -> LocalDevice |
         if target is not None:
             return open_board_device(target, image.tobytes(), arch)
     if device == "qemu" or device.startswith("qemu-"):
-        return QemuDevice(image, device.removeprefix("qemu-") if device.startswith("qemu-") else arch)
+        return QemuDevice(image, device.removeprefix("qemu-") if device.startswith("qemu-") else arch, has_state(module))
     raise IreePyError(f"unknown device {device!r}: use 'local', 'qemu', 'qemu:TARGET', serial://PORT or socket://HOST:PORT")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from iree_py.module.model import Function, Module
+from iree_py.module.model import Function, Module, TensorSig
 from iree_py.module.reader import read_module
 from iree_py.errors import IreePyError
 from iree_py.runtime.devices import module_image, open_device
@@ -21,6 +21,15 @@ class LoadedFunction:
     @property
     def input_names(self) -> list[str]:
         return [s.name for s in self.signature.inputs]
+
+    @property
+    def inputs(self) -> list[TensorSig]:
+        """Each input's name, dtype, shape and `quantization` ((scale, zero_point) or None)."""
+        return list(self.signature.inputs)
+
+    @property
+    def outputs(self) -> list[TensorSig]:
+        return list(self.signature.outputs)
 
     @property
     def output_names(self) -> list[str]:
@@ -46,6 +55,14 @@ class LoadedModule:
         self.module: Module = read_module(image.data, payloads=False)  # signatures only, no weight copies
         self.device = open_device(device, image, self.module)
         self.functions = {f.name: LoadedFunction(self, f) for f in self.module.functions if f.exported}
+
+    def reset_state(self) -> None:
+        """Forget the module state of a stateful model (docs/state.md): the next call runs as the first
+        call after load did. Each load has its own state; loading again also starts afresh."""
+        reset = getattr(self.device, "reset_state", None)
+        if reset is None:
+            raise IreePyError(f"device {type(self.device).__name__} cannot reset module state; load the module again")
+        reset()
 
     def __getattr__(self, name: str) -> LoadedFunction:
         functions = self.__dict__.get("functions", {})

@@ -190,6 +190,12 @@ size_t irp_module_arena_size(const irp_module_t* module) {
   return module != NULL ? (size_t)module->vm.arena_size : 0;
 }
 
+irp_status_t irp_module_reset_state(irp_module_t* module) {
+  if (module == NULL) return IRP_INVALID_ARGUMENT;
+  if (module->vm.arena_size > 0) memset(module->state.arena, 0, (size_t)module->vm.arena_size);
+  return IRP_OK;
+}
+
 /* Writes "[1, 3, 8, 8]" into buffer. */
 static void irp_format_shape(const int64_t* shape, int32_t rank, char* buffer, size_t capacity) {
   size_t used = 0;

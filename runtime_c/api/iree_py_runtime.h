@@ -47,6 +47,10 @@ typedef enum irp_dtype_e {
   IRP_DTYPE_F32 = 0, IRP_DTYPE_F64 = 1, IRP_DTYPE_F16 = 2, IRP_DTYPE_I8 = 3, IRP_DTYPE_U8 = 4,
   IRP_DTYPE_I16 = 5, IRP_DTYPE_I32 = 6, IRP_DTYPE_I64 = 7, IRP_DTYPE_BOOL = 8,
   IRP_DTYPE_U16 = 9, IRP_DTYPE_U32 = 10, IRP_DTYPE_U64 = 11,
+  /* storage-only types, one element per byte (BF16: two); 4- and 2-bit values in the low bits */
+  IRP_DTYPE_BF16 = 12, IRP_DTYPE_F8E4M3FN = 13, IRP_DTYPE_F8E4M3FNUZ = 14, IRP_DTYPE_F8E5M2 = 15,
+  IRP_DTYPE_F8E5M2FNUZ = 16, IRP_DTYPE_I4 = 17, IRP_DTYPE_U4 = 18, IRP_DTYPE_F4E2M1 = 19, IRP_DTYPE_I2 = 20,
+  IRP_DTYPE_U2 = 21,
 } irp_dtype_t;
 
 #define IRP_MAX_RANK 8
@@ -89,6 +93,10 @@ irp_status_t irp_function_output(const irp_module_t* module, int32_t function, i
                                  irp_buffer_view_t* out_view, const char** out_name);
 /* Bytes of arena the module reserved (its memory plan). */
 size_t irp_module_arena_size(const irp_module_t* module);
+/* Module state (variables a stateful model keeps across calls, docs/state.md) lives in the arena,
+ * which load zeroes and calls never clear. Zeroes the whole arena: the next call starts as the
+ * first call after load did. Output views of earlier calls then read zeros. */
+irp_status_t irp_module_reset_state(irp_module_t* module);
 
 /* Calls `function` with input_count inputs, checked against the signature (count, dtype, shape,
  * length). On success fills output_count views that point into the module's arena. */

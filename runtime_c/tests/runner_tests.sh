@@ -14,10 +14,15 @@ open(f"{d}/a.bin", "wb").write(struct.pack("<100f", *range(100)))
 open(f"{d}/b.bin", "wb").write(struct.pack("<100f", *[0.5 * i for i in range(100)]))
 open(f"{d}/short.bin", "wb").write(b"\0" * 12)
 open(f"{d}/expected.bin", "wb").write(struct.pack("<100f", *[1.5 * i for i in range(100)]))
+open(f"{d}/expected_bb.bin", "wb").write(struct.pack("<100f", *[1.0 * i for i in range(100)]))
 PY
 
 $RUN "$DIR/good.vmfb" --input="$TMP/a.bin" --input="$TMP/b.bin" --output="$TMP/sum.bin" || fail "run main"
 cmp -s "$TMP/sum.bin" "$TMP/expected.bin" || fail "main output differs from a + b"
+# two input sets: two calls in one loaded module (state carries over), the outputs of the last
+$RUN "$DIR/good.vmfb" --input="$TMP/a.bin" --input="$TMP/b.bin" --input="$TMP/b.bin" --input="$TMP/b.bin" \
+    --output="$TMP/sum2.bin" || fail "run main twice"
+cmp -s "$TMP/sum2.bin" "$TMP/expected_bb.bin" || fail "second call's output differs from b + b"
 $RUN --info "$DIR/good.vmfb" > "$TMP/info.txt" || fail "--info"
 grep -q "input 0 'a': f32\[100\] (400 bytes)" "$TMP/info.txt" || fail "--info text: $(cat "$TMP/info.txt")"
 $RUN "$DIR/good.vmfb" --input="$TMP/a.bin" --input="$TMP/b.bin" --print --repeat=3 > "$TMP/print.txt" || fail "--print"

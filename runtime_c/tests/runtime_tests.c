@@ -131,7 +131,12 @@ static void test_add_and_scale(const char* file) {
     CHECK(memcmp(outputs[0].data, expected, 16) == 0, "scaled y");
     CHECK(memcmp(outputs[1].data, expected, 16) == 0, "scaled y_copy");
     CHECK(outputs[1].rank == 2 && outputs[1].shape[0] == 2 && outputs[1].shape[1] == 2, "y_copy shape");
+    /* state: reset zeroes the whole arena (the outputs above point into it) */
+    CHECK(irp_module_reset_state(module) == IRP_OK, "reset state");
+    const float zeros[4] = {0, 0, 0, 0};
+    CHECK(memcmp(outputs[0].data, zeros, 16) == 0, "arena zeroed by reset");
   }
+  CHECK(irp_module_reset_state(NULL) == IRP_INVALID_ARGUMENT, "reset NULL");
   irp_module_release(module);
   irp_runtime_release(runtime);
   free(bytes.data);

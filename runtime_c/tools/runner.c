@@ -4,8 +4,10 @@
  *           [--repeat=N] [--print]
  *   irp-run --info MODULE.vmfb
  *
- * Inputs are raw little-endian bytes; their dtype and shape come from the signature. Errors go
- * to stderr: exit 1 for runtime errors, 2 for usage errors. */
+ * Inputs are raw little-endian bytes; their dtype and shape come from the signature. Several sets
+ * of inputs (k times the function's input count) make k calls in a row in one loaded module, so a
+ * stateful module (docs/state.md) sees its state carried over; the outputs are the last call's.
+ * Errors go to stderr: exit 1 for runtime errors, 2 for usage errors. */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,8 +195,9 @@ static int run(irp_runtime_t* runtime, irp_module_t* module, const options_t* op
   }
   int input_count = irp_function_input_count(module, function);
   int output_count = irp_function_output_count(module, function);
-  if (options->input_count != input_count) {
-    fprintf(stderr, "irp-run: %s takes %d inputs, %d --input given\n", options->function, input_count,
+  int calls = input_count > 0 ? options->input_count / input_count : 1;
+  if (input_count > 0 ? (calls < 1 || options->input_count % input_count != 0) : options->input_count != 0) {
+    fprintf(stderr, "irp-run: %s takes %d inputs (per call), %d --input given\n", options->function, input_count,
             options->input_count);
     return 2;
   }
@@ -206,9 +209,9 @@ static int run(irp_runtime_t* runtime, irp_module_t* module, const options_t* op
   static irp_buffer_view_t inputs[MAX_FILES], outputs[MAX_FILES];
   static void* input_data[MAX_FILES];
   int code = 0;
-  for (int i = 0; i < input_count && code == 0; ++i) {
+  for (int i = 0; i < options->input_count && code == 0; ++i) {
     const char* name = "";
-    irp_function_input(module, function, i, &inputs[i], &name);
+    irp_function_input(module, function, i % input_count, &inputs[i], &name);
     size_t length = 0;
     input_data[i] = read_file(options->inputs[i], &length);
     if (input_data[i] == NULL) {
@@ -225,9 +228,11 @@ static int run(irp_runtime_t* runtime, irp_module_t* module, const options_t* op
   if (code == 0 && times == NULL) code = 1;
   for (long r = 0; r < repeat && code == 0; ++r) {
     double start = now_us();
-    if (irp_call(module, function, inputs, input_count, outputs, output_count) != IRP_OK) {
-      fprintf(stderr, "irp-run: %s\n", irp_runtime_error_message(runtime));
-      code = 1;
+    for (int c = 0; c < calls && code == 0; ++c) {
+      if (irp_call(module, function, &inputs[c * input_count], input_count, outputs, output_count) != IRP_OK) {
+        fprintf(stderr, "irp-run: %s\n", irp_runtime_error_message(runtime));
+        code = 1;
+      }
     }
     times[r] = now_us() - start;
   }
@@ -249,7 +254,7 @@ static int run(irp_runtime_t* runtime, irp_module_t* module, const options_t* op
     }
   }
   free(times);
-  for (int i = 0; i < input_count; ++i) free(input_data[i]);
+  for (int i = 0; i < options->input_count; ++i) free(input_data[i]);
   return code;
 }
 

@@ -58,6 +58,8 @@ def _scalar(x: Any) -> str:
 
 
 def _attr_value(x: Any) -> str:
+    if isinstance(x, Graph):
+        return "region"  # printed below the node (print_graph); the parser does not read regions
     if isinstance(x, (list, tuple)):
         return "[" + ", ".join(_attr_value(e) for e in x) + "]"
     return _scalar(x)
@@ -119,6 +121,10 @@ def print_graph(graph: Graph, elide_over: int | None = None) -> str:
     for node in graph.nodes:
         if not node.fused:
             lines.append(_node_line(node, node.outputs, "  "))
+            for key in sorted(k for k, v in node.attrs.items() if isinstance(v, Graph)):
+                region = print_graph(node.attrs[key], elide_over).rstrip("\n").split("\n")
+                lines.append(f"  {key} " + region[0].lstrip())
+                lines.extend("  " + line for line in region[1:])
             continue
         lines.append(_node_line(node, [root_result(node)], "  "))
         lines.append("  fused {")

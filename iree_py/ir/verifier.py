@@ -13,6 +13,7 @@ from iree_py.errors import CompileError
 from iree_py.ir.fused import chain_values
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.ops import ELEMENTWISE_OPS, OPS, infer_types
+from iree_py.ir.ops_control_flow import bodies
 from iree_py.ir.types import DType
 
 
@@ -66,6 +67,8 @@ class _Checker:
 
     def check_node(self, node: Node) -> None:
         self.check_inputs(node)
+        for body in bodies(node):
+            _Checker(body, self.final).run()
         if not node.fused:
             self.check_types(node, node.outputs)
         else:

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 
 from iree_py.ir.graph import Graph, Node, Value
+from iree_py.ir.ops_control_flow import bodies
 
 ALIGNMENT = 64
 
@@ -39,6 +40,9 @@ class MemoryPlanResult:
     storage_of: dict[int, Storage]              # id(root value) -> its storage
     parent: dict[int, tuple[Value, int]]        # id(value) -> (value it is a view of, byte offset)
     elided: set[int] = field(default_factory=set)  # ids of nodes that need no kernel
+    # Control flow: id(node) -> its region (the bodies' own plans, placed inside one storage).
+    regions: dict[int, "Region"] = field(default_factory=dict)
+    base: int = 0                                # arena offset of this plan (a body's: its region's)
 
     def locate(self, value: Value) -> tuple[Value, int]:
         """The value owning `value`'s bytes (a storage root, graph input or constant) and the offset."""
@@ -50,6 +54,18 @@ class MemoryPlanResult:
 
     def storage(self, value: Value) -> Storage | None:
         return self.storage_of.get(id(self.locate(value)[0]))
+
+
+@dataclass
+class Region:
+    """The arena space of a control-flow node's bodies while the node runs: every body's plan
+    starts at the region's offset (bodies never run at the same time), then `scratch` bytes of
+    slots the lowering uses (a Loop's iteration number and carried-value temporaries)."""
+
+    storage: Storage
+    bodies: list[MemoryPlanResult]
+    scratch_offset: int            # from the region's start
+    scratch_slots: list[int]       # aligned sizes of the scratch slots, in order
 
 
 def _align(n: int) -> int:
@@ -83,6 +99,7 @@ def plan_memory(graph: Graph) -> MemoryPlanResult:
     parent: dict[int, tuple[Value, int]] = {}
     storages: dict[int, Storage] = {}
     elided: set[int] = set()
+    regions: dict[int, Region] = {}
     defined_at: dict[int, int] = {}
     for index, node in enumerate(graph.nodes):
         for out in node.outputs:
@@ -95,8 +112,11 @@ def plan_memory(graph: Graph) -> MemoryPlanResult:
             storages[id(out)] = Storage(out.name, _align(out.type.num_bytes), index, index)
         if node.op == "Concat" and _concat_in_place(node, storages, parent):
             elided.add(id(node))
+        if bodies(node):
+            regions[id(node)] = _plan_region(node, index)
+            storages[id(node)] = regions[id(node)].storage
 
-    plan = MemoryPlanResult(0, [], storages, parent, elided)
+    plan = MemoryPlanResult(0, [], storages, parent, elided, regions)
     values = {id(v): v for v in graph.values()}
     for value_id, index in defined_at.items():
         s = plan.storage(values[value_id])
@@ -115,7 +135,27 @@ def plan_memory(graph: Graph) -> MemoryPlanResult:
             s.last = len(graph.nodes)
     plan.arena_size = _place(list(storages.values()))
     plan.storages = sorted(storages.values(), key=lambda s: (s.first, s.offset))
+    set_base(plan, 0)
     return plan
+
+
+def _plan_region(node: Node, index: int) -> Region:
+    plans = [plan_memory(body) for body in bodies(node)]
+    # A Loop's scratch: the iteration number, then one temporary per carried value (the lowering
+    # copies carried results through them when a result is another carried input).
+    slots = [] if node.op != "Loop" else [ALIGNMENT] + [_align(v.type.num_bytes) for v in
+                                                        node.outputs[:node.attrs["carried"]]]
+    scratch_offset = max((p.arena_size for p in plans), default=0)
+    storage = Storage(f"{node.name or node.op}.region", max(ALIGNMENT, scratch_offset + sum(slots)), index, index)
+    return Region(storage, plans, scratch_offset, slots)
+
+
+def set_base(plan: MemoryPlanResult, base: int) -> None:
+    """Fix the absolute arena offset of `plan` and of the bodies nested in it."""
+    plan.base = base
+    for region in plan.regions.values():
+        for body in region.bodies:
+            set_base(body, base + region.storage.offset)
 
 
 def _place(storages: list[Storage]) -> int:

@@ -1,0 +1,229 @@
+"""ONNX If, Loop and Scan -> the IR's If and Loop (iree_py/ir/ops_control_flow.py).
+
+Each body is imported into its own context whose lookups fall back to the enclosing one; an outer
+value a body reads becomes a capture (a trailing node input and body input). Conditions and trip
+counts become i64 scalars. Scan becomes a Loop over slices of its scan inputs: inputs scanned along
+another axis are transposed first, reversed ones are reversed first, and the stacked outputs are
+reversed / transposed back after. Shapes must stay static (dynamic shapes: issue 3): a Loop whose
+scan outputs need a run-time trip count, or whose carried values change shape, is refused.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+
+from iree_py.frontends.onnx_compose import reshape, shape_of, transpose
+from iree_py.ir.graph import Graph, Node, Value
+from iree_py.ir.ops import infer_types
+from iree_py.ir.types import DType, TensorType
+
+if TYPE_CHECKING:
+    from iree_py.frontends.onnx import OnnxContext
+
+NO_TRIP_LIMIT = np.iinfo(np.int64).max
+
+
+def _scalar_i64(ctx: "OnnxContext", v: Value, what: str) -> Value:
+    """A one-element condition or count as the i64[] the control-flow ops take."""
+    if v.type.num_elements != 1:
+        raise ctx.error(f"{what} must hold one element, got {v.type}")
+    if v.type.dtype != DType.i64:
+        v = ctx.emit("Cast", [v], {"to": DType.i64.value}, hint=f"{ctx.node_name}_{what.replace(' ', '_')}")
+    return reshape(ctx, v, ())
+
+
+def _declared_shape(vi: onnx.ValueInfoProto, default: tuple[int, ...]) -> tuple[int, ...]:
+    dims = vi.type.tensor_type.shape.dim if vi.type.HasField("tensor_type") else []
+    if vi.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in dims):
+        return tuple(int(d.dim_value) for d in dims)
+    return default
+
+
+def _open_body(ctx: "OnnxContext", proto: onnx.GraphProto) -> "OnnxContext":
+    from iree_py.frontends.onnx import OnnxContext, constant_value, names_used
+    child = OnnxContext(ctx.opset, ctx.source, ctx.names, names_used(proto))
+    child.parent = ctx
+    for t in proto.initializer:
+        child.env[t.name] = constant_value(t, ctx.source)
+    return child
+
+
+def _convert_body(ctx: "OnnxContext", child: "OnnxContext", proto: onnx.GraphProto) -> list[Value]:
+    """Convert the body's nodes; its outputs as values of `child` (possibly captures or constants)."""
+    from iree_py.frontends.onnx import convert_nodes
+    convert_nodes(child, proto.node, prefix=f"{ctx.node_name}/{proto.name or 'body'}/")
+    outputs = []
+    for o in proto.output:
+        value = child.lookup(o.name)
+        if value is None:
+            raise ctx.error(f"body '{proto.name}' output '{o.name}' is not computed by any node")
+        outputs.append(value)
+    child.node, child.node_name = ctx.node, ctx.node_name  # body-level emits below name the outer node
+    return outputs
+
+
+def _close_body(proto: onnx.GraphProto, child: "OnnxContext", formals: list[Value], outputs: list[Value],
+                captures: list[Value]) -> Graph:
+    """The body graph with inputs [*formals, one per outer value in `captures`]."""
+    inner_of = {id(outer): inner for outer, inner in child.captures}
+    extra = [inner_of.get(id(outer)) or Value(outer.name, outer.type) for outer in captures]
+    names = [o.name for o in proto.output] + [f"cond_{len(outputs)}"] * (len(outputs) - len(proto.output))
+    return Graph(proto.name or "body", [*formals, *extra], outputs, list(child.graph_nodes), names[:len(outputs)])
+
+
+def _union_captures(*children: "OnnxContext") -> list[Value]:
+    seen: dict[int, Value] = {}
+    for child in children:
+        for outer, _ in child.captures:
+            seen.setdefault(id(outer), outer)
+    return list(seen.values())
+
+
+def _append(ctx: "OnnxContext", op: str, inputs: list[Value], attrs: dict[str, Any],
+            names: list[str]) -> list[Value]:
+    """A multi-result node appended as is (control flow is never folded at import)."""
+    try:
+        types = infer_types(op, [v.type for v in inputs], attrs)
+    except ValueError as e:
+        raise ctx.error(str(e)) from None
+    node = Node(op, list(inputs), [], attrs, ctx.node_name)
+    node.outputs = [Value(name or ctx.names.fresh(f"{ctx.node_name}_{i}"), t, producer=node)
+                    for i, (name, t) in enumerate(zip(names, types))]
+    ctx.graph_nodes.append(node)
+    return node.outputs
+
+
+def if_(ctx: "OnnxContext") -> list[Value]:
+    cond = ctx.input(0)
+    then_proto, else_proto = ctx.attr("then_branch"), ctx.attr("else_branch")
+    if cond.is_const:  # decided at compile time: import the taken branch inline
+        from iree_py.frontends.onnx import convert_nodes
+        taken = then_proto if bool(np.asarray(cond.const).reshape(-1)[0]) else else_proto
+        node, name = ctx.node, ctx.node_name
+        convert_nodes(ctx, taken.node, prefix=f"{name}/{taken.name or 'branch'}/")
+        ctx.node, ctx.node_name = node, name
+        return [ctx.lookup(o.name) for o in taken.output]
+    cond = _scalar_i64(ctx, cond, "If condition")
+    then_ctx, else_ctx = _open_body(ctx, then_proto), _open_body(ctx, else_proto)
+    then_out = _convert_body(ctx, then_ctx, then_proto)
+    else_out = _convert_body(ctx, else_ctx, else_proto)
+    if len(then_out) != len(else_out):
+        raise ctx.error(f"then_branch returns {len(then_out)} values, else_branch {len(else_out)}")
+    captures = _union_captures(then_ctx, else_ctx)
+    attrs = {"then_branch": _close_body(then_proto, then_ctx, [], then_out, captures),
+             "else_branch": _close_body(else_proto, else_ctx, [], else_out, captures)}
+    return _append(ctx, "If", [cond, *captures], attrs, list(ctx.node.output))
+
+
+def loop(ctx: "OnnxContext") -> list[Value]:
+    node = ctx.node
+    proto: onnx.GraphProto = ctx.attr("body")
+    carried_init = [ctx.input(i) for i in range(2, len(node.input))]
+    n = len(carried_init)
+    if len(proto.input) != 2 + n:
+        raise ctx.error(f"body takes {len(proto.input)} inputs, expected 2 + {n} carried")
+    scans = len(proto.output) - 1 - n
+    if scans < 0:
+        raise ctx.error(f"body returns {len(proto.output)} values, expected at least 1 + {n}")
+    trip = _scalar_i64(ctx, ctx.input(0), "trip count") if ctx.has_input(0) else \
+        ctx.const(np.array(NO_TRIP_LIMIT, np.int64), f"{ctx.node_name}_no_trip_limit")
+    cond = _scalar_i64(ctx, ctx.input(1), "condition") if ctx.has_input(1) else \
+        ctx.const(np.array(1, np.int64), f"{ctx.node_name}_always")
+    trips = -1
+    if scans:
+        if not trip.is_const or int(trip.const) == NO_TRIP_LIMIT:
+            raise ctx.error("scan outputs of a Loop whose trip count is not a compile-time constant need "
+                            "dynamic shapes, not supported yet")
+        trips = int(trip.const) if not cond.is_const or int(cond.const) else 0
+
+    child = _open_body(ctx, proto)
+    iteration = Value(ctx.names.fresh(proto.input[0].name or "iteration"), TensorType(DType.i64, ()))
+    carried = [Value(ctx.names.fresh(vi.name or f"carried_{i}"), v.type)
+               for i, (vi, v) in enumerate(zip(proto.input[2:], carried_init))]
+    child.node, child.node_name = node, ctx.node_name
+    child.env[proto.input[0].name] = reshape(child, iteration, _declared_shape(proto.input[0], ()))
+    # The condition a body reads is always true: iteration i runs only when it was.
+    child.env[proto.input[1].name] = child.const(np.ones(_declared_shape(proto.input[1], ()), np.bool_),
+                                                 f"{ctx.node_name}_cond_in")
+    for vi, v in zip(proto.input[2:], carried):
+        child.env[vi.name] = v
+    outputs = _convert_body(ctx, child, proto)
+    outputs[0] = _scalar_i64(child, outputs[0], "body condition")
+    captures = _union_captures(child)
+    body = _close_body(proto, child, [iteration, *carried], outputs, captures)
+    attrs = {"body": body, "carried": n, "scan_inputs": 0, "scan_outputs": scans, "trips": trips}
+    return _append(ctx, "Loop", [trip, cond, *carried_init, *captures], attrs, list(node.output))
+
+
+def _axes(ctx: "OnnxContext", name: str, count: int, ranks: list[int]) -> list[int]:
+    values = ctx.attr(name) or [0] * count
+    if len(values) != count:
+        raise ctx.error(f"{name} has {len(values)} entries, expected {count}")
+    result = []
+    for axis, rank in zip(values, ranks):
+        if not -rank <= axis < rank:
+            raise ctx.bad_attr(name, values, f"axis out of range for rank {rank}")
+        result.append(axis % rank)
+    return result
+
+
+def _reverse_axis0(ctx: "OnnxContext", v: Value, out: int | None = None) -> Value:
+    shape = shape_of(v)
+    attrs = {"starts": [shape[0] - 1, *([0] * (len(shape) - 1))], "ends": [-1, *shape[1:]],
+             "steps": [-1, *([1] * (len(shape) - 1))]}
+    return ctx.emit("Slice", [v], attrs, out=out)
+
+
+def scan(ctx: "OnnxContext") -> list[Value]:
+    if ctx.opset < 9:
+        raise ctx.error("Scan before opset 9 (batch axis and sequence_lens) is not supported")
+    node = ctx.node
+    proto: onnx.GraphProto = ctx.attr("body")
+    m = int(ctx.attr("num_scan_inputs"))
+    values = ctx.inputs()
+    n = len(values) - m
+    if n < 0 or len(proto.input) != n + m:
+        raise ctx.error(f"body takes {len(proto.input)} inputs for {n} states and {m} scan inputs")
+    states, scanned = values[:n], values[n:]
+    in_axes = _axes(ctx, "scan_input_axes", m, [len(v.type.shape) for v in scanned])
+    in_dirs = ctx.attr("scan_input_directions") or [0] * m
+    prepared = []
+    for v, axis, direction in zip(scanned, in_axes, in_dirs):
+        rank = len(v.type.shape)
+        v = transpose(ctx, v, [axis, *(a for a in range(rank) if a != axis)])
+        prepared.append(_reverse_axis0(ctx, v) if direction else v)
+    lengths = {shape_of(v)[0] for v in prepared}
+    if len(lengths) > 1:
+        raise ctx.error(f"scan inputs have different lengths {sorted(lengths)}")
+    trips = lengths.pop() if lengths else 0
+
+    child = _open_body(ctx, proto)
+    iteration = Value(ctx.names.fresh(f"{ctx.node_name}_iteration"), TensorType(DType.i64, ()))
+    formals = [Value(ctx.names.fresh(vi.name or f"state_{i}"), v.type) for i, (vi, v) in enumerate(zip(proto.input, states))]
+    formals += [Value(ctx.names.fresh(vi.name or f"slice_{i}"), TensorType(v.type.dtype, v.type.shape[1:]))
+                for i, (vi, v) in enumerate(zip(proto.input[n:], prepared))]
+    for vi, v in zip(proto.input, formals):
+        child.env[vi.name] = v
+    outputs = _convert_body(ctx, child, proto)
+    k = len(outputs) - n
+    captures = _union_captures(child)
+    always = child.const(np.array(1, np.int64), f"{ctx.node_name}_always")
+    body = _close_body(proto, child, [iteration, *formals], [always, *outputs], captures)
+    attrs = {"body": body, "carried": n, "scan_inputs": m, "scan_outputs": k, "trips": trips}
+    trip = ctx.const(np.array(trips, np.int64), f"{ctx.node_name}_trips")
+    results = _append(ctx, "Loop", [trip, always, *states, *prepared, *captures], attrs,
+                      [*node.output[:n], *([""] * k)])
+    out_axes = _axes(ctx, "scan_output_axes", k, [len(v.type.shape) for v in results[n:]])
+    out_dirs = ctx.attr("scan_output_directions") or [0] * k
+    finals = list(results[:n])
+    for v, axis, direction in zip(results[n:], out_axes, out_dirs):
+        if direction:
+            v = _reverse_axis0(ctx, v)
+        rank = len(v.type.shape)
+        finals.append(transpose(ctx, v, [*range(1, axis + 1), 0, *range(axis + 1, rank)]))
+    return finals
+
+
+CONTROL_FLOW_CONVERTERS = {"If": if_, "Loop": loop, "Scan": scan}

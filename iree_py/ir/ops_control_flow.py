@@ -1,0 +1,93 @@
+"""The control-flow ops If and Loop, whose bodies are nested graphs (regions).
+
+Bodies are closed: every outer value a body reads is passed to the node as a trailing input (a
+capture) and arrives as the matching trailing body input, so passes and the memory planner treat a
+body as an ordinary graph. Conditions are i64 scalars (the frontends Cast ONNX's bool to i64) so
+the VM reads them with `buffer_load_i64`. docs/control_flow.md has the lowering.
+
+If:   inputs  [cond, *captures]
+      attrs   then_branch, else_branch: Graph with inputs = captures, outputs = the node's outputs
+Loop: inputs  [trip_count, cond, *carried, *scan_inputs, *captures]   (trip_count, cond: i64[])
+      attrs   body: Graph with
+                inputs  [iteration (i64[]), *carried, *scan_input slices, *captures]
+                outputs [cond (i64[]), *carried, *scan_output slices]
+              carried, scan_inputs, scan_outputs: counts
+              trips: the iteration count scan outputs are sized for (-1: the loop has none)
+      outputs [*carried (final values), *scan_outputs ([trips, *slice shape])]
+      Iteration i runs while i < trip_count and cond != 0; scan input j's slice i is
+      scan_inputs[j][i] (axis 0). A loop with scan outputs must run exactly `trips` times: the VM
+      checks it after the loop.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from iree_py.ir.graph import Graph, Node
+from iree_py.ir.opdef import OpDef
+from iree_py.ir.types import DType, TensorType
+
+CONDITION = TensorType(DType.i64, ())
+BODY_ATTRS = {"If": ("then_branch", "else_branch"), "Loop": ("body",)}
+
+
+def bodies(node: Node) -> list[Graph]:
+    """The nested graphs of a control-flow node, in lowering order; [] for any other node."""
+    return [node.attrs[name] for name in BODY_ATTRS.get(node.op, ())]
+
+
+def _types(values: list) -> list[TensorType]:
+    return [v.type for v in values]
+
+
+def _check_inputs(what: str, graph: Graph, expected: list[TensorType]) -> None:
+    got = _types(graph.inputs)
+    if got != expected:
+        raise ValueError(f"{what} takes {[str(t) for t in got]} but is given {[str(t) for t in expected]}")
+
+
+def _if(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    if inputs[0] != CONDITION:
+        raise ValueError(f"If condition must be {CONDITION}, got {inputs[0]}")
+    then_graph, else_graph = attrs["then_branch"], attrs["else_branch"]
+    _check_inputs("then_branch", then_graph, inputs[1:])
+    _check_inputs("else_branch", else_graph, inputs[1:])
+    then_types, else_types = _types(then_graph.outputs), _types(else_graph.outputs)
+    if then_types != else_types:
+        raise ValueError(f"branches give different types: then {[str(t) for t in then_types]}, "
+                         f"else {[str(t) for t in else_types]} (branches whose shapes differ need dynamic shapes)")
+    return then_types
+
+
+def _loop(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    body: Graph = attrs["body"]
+    carried, scan_in, scan_out, trips = attrs["carried"], attrs["scan_inputs"], attrs["scan_outputs"], attrs["trips"]
+    if inputs[0] != CONDITION or inputs[1] != CONDITION:
+        raise ValueError(f"Loop trip count and condition must be {CONDITION}, got {inputs[0]} and {inputs[1]}")
+    if min(carried, scan_in, scan_out) < 0 or len(inputs) < 2 + carried + scan_in:
+        raise ValueError(f"Loop has {len(inputs)} inputs, too few for {carried} carried and {scan_in} scan inputs")
+    carried_types = inputs[2:2 + carried]
+    sliced = []
+    for t in inputs[2 + carried:2 + carried + scan_in]:
+        if len(t.shape) < 1:
+            raise ValueError(f"Loop scan input {t} has no axis to scan")
+        sliced.append(TensorType(t.dtype, t.shape[1:]))
+    captures = inputs[2 + carried + scan_in:]
+    _check_inputs("Loop body", body, [CONDITION, *carried_types, *sliced, *captures])
+    outs = _types(body.outputs)
+    if len(outs) != 1 + carried + scan_out or outs[0] != CONDITION:
+        raise ValueError(f"Loop body must return [{CONDITION}, {carried} carried, {scan_out} scan outputs], "
+                         f"got {[str(t) for t in outs]}")
+    if outs[1:1 + carried] != carried_types:
+        raise ValueError(f"Loop body changes the carried types {[str(t) for t in carried_types]} to "
+                         f"{[str(t) for t in outs[1:1 + carried]]} (needs dynamic shapes)")
+    if scan_out and trips < 0:
+        raise ValueError("Loop scan outputs need a trip count known at compile time")
+    return [*carried_types, *(TensorType(t.dtype, (trips, *t.shape)) for t in outs[1 + carried:])]
+
+
+CONTROL_FLOW_OP_DEFS = [
+    OpDef("If", ("else_branch", "then_branch"), 1, None, _if, dtypes=frozenset({DType.i64})),
+    OpDef("Loop", ("body", "carried", "scan_inputs", "scan_outputs", "trips"), 2, None, _loop,
+          dtypes=frozenset({DType.i64})),
+]
+CONTROL_FLOW_OPS = frozenset(d.name for d in CONTROL_FLOW_OP_DEFS)

@@ -185,7 +185,10 @@ def dequantize_linear(ctx: "OnnxContext") -> list[Value]:
     else:
         zero_points = _zero_points(ctx, 2, len(scales), _quant_dtype(ctx, x, "input"), "x_zero_point")
     attrs = {"scale": scales, "zero_point": zero_points, "axis": _axis(ctx, x, len(scales))}
-    return [ctx.emit("Dequantize", [x], attrs, out=0)]
+    result = ctx.emit("Dequantize", [x], attrs, out=0)
+    if result.is_const:  # folded now; passes/fuse_qdq.py may still want the integers behind it
+        ctx.dequantized[id(result)] = (x.const, attrs)
+    return [result]
 
 
 # ------------------------------------------------------------------------------ QLinearConv / QLinearMatMul

@@ -17,7 +17,8 @@ GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("IREE_PY_UPDATE_GOLDEN") == "1"
 
 
-@pytest.mark.parametrize("name", sorted(PASSES))
+# fuse-qdq reads Graph.dequantized, which the text form does not carry: tests/passes/test_fuse_qdq.py
+@pytest.mark.parametrize("name", sorted(set(PASSES) - {"fuse-qdq"}))
 def test_pass_golden(name: str) -> None:
     source = (GOLDEN / f"{name}.in.ir").read_text()
     graph = parse_graph(source)

@@ -13,11 +13,14 @@ from iree_py.fit import check_fit, footprint
 from iree_py.frontends.onnx import import_onnx
 from iree_py.frontends.tflite import import_tflite, is_tflite
 from iree_py.ir.graph import Graph
+from iree_py.ir.ops_control_flow import bodies
 from iree_py.module import model as mod
+from iree_py.module.state_info import state_buffer
 from iree_py.module.writer import write_module
 from iree_py.passes.pipeline import run_pipeline
 from iree_py.vm.lowering import HostProgram, lower_graph
 from iree_py.vm.memory_plan import ALIGNMENT, MemoryPlanResult, plan_memory
+from iree_py.vm.state import mark_state_nodes, reserve_state
 
 ModelSource = str | Path | bytes
 
@@ -42,16 +45,19 @@ def compile_model(model: ModelSource, options: CompileOptions | None = None) -> 
     graph = run_pipeline(graph, print_ir_after=options.print_ir_after, out=options.print_fn)
     # 3. Plan memory: arena offsets for every intermediate; Reshape and contiguous Concat become views.
     plan = plan_memory(graph)
+    mark_state_nodes(graph, plan)  # state reads/writes are copies in the host program (vm/state.py)
     arena_size, output_copies = reserve_output_copies(graph, plan)
+    arena_size, state = reserve_state(graph, arena_size)  # module state: slots kept across calls
     # 4. Partition: every node that is not a view is one dispatch region -> one kernel spec.
-    dispatches = partition(graph, plan.elided, target)
+    dispatches = partition(graph, plan, target)
     # 5. Codegen: identical kernels share an entry point; all kernels -> one ELF for the target.
     specs, entry_of = deduplicate([d.spec for d in dispatches])
     blob = build_executable(specs, target)
     # 6. Lower the host program to VM bytecode.
-    program = lower_graph(graph, dispatches, entry_of, list(blob.kernels), plan, output_copies)
+    program = lower_graph(graph, dispatches, entry_of, list(blob.kernels), plan, output_copies, state)
     # 7. Serialize the module.
     module = build_module(graph, target, specs, blob, plan, arena_size, program, options.debug_info)
+    module.memory_plan.buffers += [state_buffer(*b) for b in (state.buffers() if state else [])]
     data = write_module(module)
     # 8. Refuse a module too big for the board (bare-metal targets, or when --ram/--flash are given).
     check_board_fit(target, module, len(data), options)
@@ -65,10 +71,27 @@ def check_board_fit(target: Target, module: mod.Module, module_bytes: int, optio
     check_fit(target, footprint(target, module, module_bytes), ram, flash)
 
 
-def partition(graph: Graph, elided: set[int], target: Target | None = None) -> list[Dispatch]:
-    defined = {id(v) for v in graph.inputs} | {id(o) for n in graph.nodes for o in n.outputs}
-    regions = [n for n in graph.nodes if id(n) not in elided]
-    return [dispatch_for(node, f"k{i}_{node.op.lower()}", defined, target) for i, node in enumerate(regions)]
+def partition(graph: Graph, plan: MemoryPlanResult | set[int], target: Target | None = None) -> list[Dispatch]:
+    """One dispatch per node that needs a kernel, in the order the lowering meets them: a
+    control-flow node's bodies in place of the node (their kernels join the one executable).
+    `plan`: the memory plan (or just the ids of the nodes it elided)."""
+    dispatches: list[Dispatch] = []
+
+    def visit(g: Graph, p: MemoryPlanResult | set[int]) -> None:
+        elided = p if isinstance(p, set) else p.elided
+        defined = {id(v) for v in g.inputs} | {id(o) for n in g.nodes for o in n.outputs}
+        for node in g.nodes:
+            if id(node) in elided:
+                continue
+            if bodies(node):
+                assert isinstance(p, MemoryPlanResult), "control flow needs the memory plan"
+                for body, body_plan in zip(bodies(node), p.regions[id(node)].bodies):
+                    visit(body, body_plan)
+                continue
+            dispatches.append(dispatch_for(node, f"k{len(dispatches)}_{node.op.lower()}", defined, target))
+
+    visit(graph, plan)
+    return dispatches
 
 
 def _spec_key(spec: KernelSpec) -> str:
@@ -105,8 +128,10 @@ def reserve_output_copies(graph: Graph, plan: MemoryPlanResult) -> tuple[int, di
     return arena, copies
 
 
-def _sig(name: str, v) -> mod.TensorSig:
-    return mod.TensorSig(name, v.type.dtype, tuple(int(d) for d in v.type.shape))
+def _sig(name: str, v, quantization: dict[str, tuple[float, int]] | None = None) -> mod.TensorSig:
+    scale, zero_point = (quantization or {}).get(name, (None, None))
+    quant = ((float(scale),), (int(zero_point),)) if scale is not None else ((), ())
+    return mod.TensorSig(name, v.type.dtype, tuple(int(d) for d in v.type.shape), *quant)
 
 
 def build_module(graph: Graph, target: Target, specs: list[KernelSpec], blob: ExecutableBlob,
@@ -114,8 +139,8 @@ def build_module(graph: Graph, target: Target, specs: list[KernelSpec], blob: Ex
     output_names = graph.output_names or [v.name for v in graph.outputs]
     function = mod.Function(
         name="main",
-        inputs=[_sig(v.name, v) for v in graph.inputs],
-        outputs=[_sig(name, v) for name, v in zip(output_names, graph.outputs)],
+        inputs=[_sig(v.name, v, graph.quantization) for v in graph.inputs],
+        outputs=[_sig(name, v, graph.quantization) for name, v in zip(output_names, graph.outputs)],
         i64_register_count=program.i64_register_count,
         ref_register_count=program.ref_register_count,
         bytecode=program.bytecode,

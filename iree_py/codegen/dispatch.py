@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from iree_py.codegen.kernel_spec import (EXPR_BINARY_OPS, EXPR_TERNARY_OPS, EXPR_UNARY_OPS, UNARY_OPS, EpilogueOp,
                                         Expr, ExprStep, KernelSpec)
 from iree_py.codegen.llvm.conv import choose_conv_strategy, conv_shape
+from iree_py.codegen.qconv_packing import choose_qconv_kernel
 from iree_py.codegen.target import Target
 from iree_py.codegen.weight_packing import M_BLOCKED, pack_m_blocked
 from iree_py.errors import CompileError
@@ -62,12 +63,27 @@ DIRECT_KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     "CumSum": ("cumsum", ("axis", "exclusive", "reverse")),
     "TopK": ("topk", ("axis", "k", "largest", "result")),
     # -- recurrent: entries below this line --
+    "LSTM": ("lstm", ("direction", "hidden_size", "activations", "activation_alpha", "activation_beta", "clip",
+                      "result", "input_forget")),
+    "GRU": ("gru", ("direction", "hidden_size", "activations", "activation_alpha", "activation_beta", "clip",
+                    "result", "linear_before_reset")),
+    "RNN": ("rnn", ("direction", "hidden_size", "activations", "activation_alpha", "activation_beta", "clip",
+                    "result")),
     # -- convt: entries below this line --
+    "ConvTranspose": ("conv_transpose", ("strides", "pads", "dilations", "group")),
+    "LpPool": ("lppool", ("kernel", "strides", "pads", "dilations", "ceil_mode", "p")),
+    "QConvTranspose": ("qconv_transpose", ("strides", "pads", "dilations", "group", "x_zero_point", "w_zero_point",
+                                           "y_zero_point", "out_dtype", "act_min", "act_max", "requant",
+                                           "multiplier", "shift", "scale")),
     # -- tflite_ops: entries below this line --
+    "QSoftmax": ("qsoftmax", ("input_multiplier", "input_left_shift", "diff_min", "out_dtype")),
+    "QLookup": ("qlookup", ("table", "out_dtype")),
     # -- int8_perf: entries below this line --
     # -- state: entries below this line --
     # -- dtypes2: entries below this line --
     # -- ops_misc: entries below this line --
+    "CumProd": ("cumprod", ("axis", "exclusive", "reverse")),
+    "BitCast": ("bitcast", ("to",)),
 }
 EPILOGUE_ROOTS = ("Conv", "MatMul")
 
@@ -215,4 +231,5 @@ def dispatch_for(node: Node, name: str, defined: set[int], target: Target | None
     inputs = [v for v in node.inputs if v is not None]
     spec = KernelSpec(name, kind, tuple(v.type for v in inputs), tuple(v.type for v in node.outputs), attrs, (),
                       _source_nodes(node))
-    return Dispatch(node, spec, inputs, list(node.outputs))
+    dispatch = Dispatch(node, spec, inputs, list(node.outputs))
+    return choose_qconv_kernel(dispatch, target) if node.op == "QConv" and target is not None else dispatch

@@ -36,7 +36,9 @@ from iree_py.ir.types import DType, TensorType
 #   pad           any dtype; attrs mode (constant reflect edge wrap symmetric), pads [begins..., ends...] (negative
 #                 crops), value (constant mode)
 #   argmax/argmin f32 in, i64 out; attrs axis, select_last_index (ties: first index, or last)
-#   cumsum        f32; attrs axis, exclusive, reverse (0/1)
+#   cumsum        f32, f64, i32, i64; attrs axis, exclusive, reverse (0/1)
+#   cumprod       as cumsum, running products (ops_misc)
+#   bitcast       any dtype -> attrs to, a dtype of the same size: the bytes unchanged (ops_misc)
 #   topk          f32 in; attrs axis, k, largest, result ("values": f32 out, "indices": i64 out); sorted,
 #                 ties: lower index first
 #   (quantized kinds: the semantics and attributes of the IR ops, docs/ir.md "Quantized ops"; maxpool also
@@ -48,6 +50,10 @@ from iree_py.ir.types import DType, TensorType
 #   qmatmul       A[..., M, K] i8/u8, B[K, N] i8/u8, optional i32 bias[N]; the requantization attrs
 #   qadd          TFLite int8 ADD of two broadcasting i8/u8 inputs (attrs as the QAdd op)
 #   qavgpool      as avgpool on i8/u8 with TFLite's integer rounding, plus act_min, act_max
+#   qconv_dot     qconv with one group and weight zero point 0 whose weight is packed W'[Mp, Kp]
+#                 (codegen/qconv_packing.py); extra attrs weight_shape (M, C, KH, KW), dot, dot_bytes, x_offset,
+#                 x_zp_w_sum[M]
+#   qdwconv       qconv with group = C = M (depthwise, multiplier 1): a kernel per channel plane
 #   gather        inputs data, indices (i32/i64); attrs axis: out[a, i, c] = data[a, idx[i], c]
 #   gather_elements inputs data, indices (same rank); attrs axis: out[p] = data[p, p[axis] = idx[p]]
 #   gather_nd     inputs data, indices [..., k]; attrs batch_dims (ONNX GatherND)
@@ -56,6 +62,17 @@ from iree_py.ir.types import DType, TensorType
 #   scatter_nd    inputs data, indices [..., k], updates; attrs reduction (ONNX ScatterND)
 #                 (scatters: out = data, then updates applied in order; out-of-range ones skipped)
 #   expand        attrs shape: the input broadcast numpy-style to shape
+#   lstm/gru/rnn  inputs X[seq,batch,in], W, R, B, sequence_lens (i32), initial_h (lstm: initial_c, P): the IR
+#                 ops LSTM/GRU/RNN (docs/ir.md "Recurrent ops"), all time steps in one dispatch; attrs direction,
+#                 hidden_size, activations, activation_alpha/beta, clip, result (Y, Y_h, Y_c: the one output),
+#                 input_forget (lstm), linear_before_reset (gru)
+#   conv_transpose X[N,C,*in] (1..3 spatial axes), W[C,M/group,*kernel], optional B[M]; attrs strides, dilations,
+#                 pads [begins..., ends...] (crop of the full result; negative end: extended), group
+#   qsoftmax      X[..., D] i8/u8 -> i8/u8: TFLite's fixed-point SOFTMAX over the last axis (attrs as the
+#                 QSoftmax op: input_multiplier, input_left_shift, diff_min, out_dtype)
+#   qlookup       X i8/u8 -> i8/u8: y = table[x & 0xFF]; attrs table (256 ints), out_dtype (TFLite's int8 LUTs)
+#   lppool        as maxpool (dilations too) plus p (integer >= 1): (sum of |x|^p over the window)^(1/p)
+#   qconv_transpose as conv_transpose (2-D) on i8/u8 X, W with optional i32 bias[M], plus the requantization attrs
 KERNEL_KINDS = (
     "conv2d", "matmul", "elementwise", "maxpool", "avgpool", "globalavgpool", "softmax",
     "logsoftmax", "hardmax", "reduce", "lrn", "transpose", "slice", "concat",
@@ -68,12 +85,17 @@ KERNEL_KINDS = (
     # -- resize_pad: entries below this line --
     "resize", "pad", "argmax", "argmin", "cumsum", "topk",
     # -- recurrent: entries below this line --
+    "lstm", "gru", "rnn",
     # -- convt: entries below this line --
+    "conv_transpose", "lppool", "qconv_transpose",
     # -- tflite_ops: entries below this line --
+    "qsoftmax", "qlookup",
     # -- int8_perf: entries below this line --
+    "qconv_dot", "qdwconv",
     # -- state: entries below this line --
     # -- dtypes2: entries below this line --
     # -- ops_misc: entries below this line --
+    "cumprod", "bitcast",
 )
 
 # Elementwise ops an Expr or an epilogue may use, with the attributes they read.
@@ -91,10 +113,10 @@ BINARY_OPS = ("Add", "Sub", "Mul", "Div", "Pow", "Min", "Max", "PRelu", "Mod")
 
 # An Expr (the elementwise kernel, every dtype: codegen/llvm/elementwise_typed.py) also takes these:
 # Cast converts to the step's dtype; comparisons give bool; And/Or/Xor/Not take bools; FloorMod has
-# the divisor's sign; Where(cond, x, y).
+# the divisor's sign; Where(cond, x, y); BitwiseAnd/Or/Xor take integers.
 EXPR_UNARY_OPS = {**UNARY_OPS, "Cast": (), "Not": (), "IsNaN": (), "IsInf": ("detect_negative", "detect_positive")}
 EXPR_BINARY_OPS = (*BINARY_OPS, "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor",
-                   "ShiftLeft", "ShiftRight", "FloorMod")
+                   "ShiftLeft", "ShiftRight", "FloorMod", "BitwiseAnd", "BitwiseOr", "BitwiseXor")
 EXPR_TERNARY_OPS = ("Where",)
 
 

@@ -8,7 +8,7 @@ shape computations and `ConstantOfShape` weights become plain constants.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 import onnx
@@ -23,7 +23,8 @@ from iree_py.ir.graph import Graph, Value
 from iree_py.ir.types import DType, TensorType
 from iree_py.ir.verifier import verify
 
-MIN_OPSET = 7
+MIN_OPSET = 7    # converters implement opset 7 and later; older models: see _check_old_opset
+OLDEST_OPSET = 1
 MAX_OPSET = onnx.defs.onnx_opset_version()
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -55,8 +56,8 @@ def _default_opset(proto: onnx.ModelProto, source: str) -> int:
     if not versions:
         raise CompileError(f"{source}: the model imports no default-domain (ai.onnx) opset")
     opset = max(versions)
-    if not MIN_OPSET <= opset <= MAX_OPSET:
-        raise CompileError(f"{source}: opset {opset} is not supported (iree-py handles {MIN_OPSET}..{MAX_OPSET})")
+    if not OLDEST_OPSET <= opset <= MAX_OPSET:
+        raise CompileError(f"{source}: opset {opset} is not supported (iree-py handles {OLDEST_OPSET}..{MAX_OPSET})")
     return opset
 
 
@@ -101,6 +102,11 @@ class OnnxContext:
         self.graph_nodes: list = []
         self.node: onnx.NodeProto | None = None
         self.node_name = ""
+        # A control-flow body's context: the enclosing one, and the outer values the body reads
+        # (each becomes a trailing body input; the node passes the outer value).
+        self.parent: OnnxContext | None = None
+        self.captures: list[tuple[Value, Value]] = []  # (outer value, body input)
+        self.dequantized: dict[int, tuple[np.ndarray, dict[str, Any]]] = {}  # Graph.dequantized
 
     # --- errors -------------------------------------------------------------------------------
     def where(self) -> str:
@@ -138,9 +144,22 @@ class OnnxContext:
         if not self.has_input(i):
             raise self.error(f"input {i} is required")
         name = self.node.input[i]
-        if name not in self.env:
+        value = self.lookup(name)
+        if value is None:
             raise self.error(f"input '{name}' is not defined before the node (graph not topologically sorted?)")
-        return self.env[name]
+        return value
+
+    def lookup(self, name: str) -> Value | None:
+        """The value of ONNX name `name` here; in a body, an outer value becomes a capture."""
+        if name in self.env:
+            return self.env[name]
+        outer = self.parent.lookup(name) if self.parent is not None else None
+        if outer is None or outer.is_const:
+            return outer
+        inner = Value(outer.name, outer.type)
+        self.captures.append((outer, inner))
+        self.env[name] = inner
+        return inner
 
     def inputs(self) -> list[Value]:
         assert self.node is not None
@@ -182,6 +201,72 @@ class OnnxContext:
         return fold_or_append(node, self.graph_nodes)
 
 
+def constant_value(t: onnx.TensorProto, source: str) -> Value:
+    """An initializer as a constant value."""
+    array = onnx.numpy_helper.to_array(t)
+    return Value(t.name, TensorType(_dtype(t.data_type, f"{source}: initializer '{t.name}'"),
+                                    tuple(int(d) for d in array.shape)), const=array)
+
+
+def convert_nodes(ctx: OnnxContext, nodes: Iterable[onnx.NodeProto], prefix: str = "") -> None:
+    """Convert `nodes` in order into `ctx` (the model's graph, or a control-flow body)."""
+    for index, n in enumerate(nodes):
+        ctx.node = n
+        ctx.node_name = n.name or f"{prefix}{n.op_type}_{index}"
+        convert = CONVERTERS.get(n.op_type) if n.domain in DEFAULT_DOMAINS else None
+        if convert is None:
+            raise ctx.error("op not supported by iree-py")
+        if ctx.opset < MIN_OPSET:
+            _check_old_opset(ctx, n.op_type)
+        results = convert(ctx)
+        for name, value in zip(n.output, results):
+            if name and value is not None:
+                ctx.env[name] = value
+        for i, name in enumerate(n.output[len(results):], start=len(results)):
+            if name and name in ctx.used:
+                raise ctx.error(f"output {i} ('{name}') is used but iree-py does not compute it")
+
+
+def _check_old_opset(ctx: OnnxContext, op_type: str) -> None:
+    """A model older than opset 7 converts as opset 7 when each of its ops still has the same
+    definition at opset 7 (Not, Relu since 6, ...); an op whose definition changed in between
+    (legacy broadcast attributes, consumed_inputs) is refused, naming the versions."""
+    try:
+        then = onnx.defs.get_schema(op_type, ctx.opset).since_version
+        now = onnx.defs.get_schema(op_type, MIN_OPSET).since_version
+    except onnx.defs.SchemaError:
+        raise ctx.error(f"op {op_type} has no definition at opset {ctx.opset}") from None
+    if then != now:
+        raise ctx.error(f"{op_type} changed between opset {ctx.opset} (version {then}) and {MIN_OPSET} (version "
+                        f"{now}); iree-py converts opset {MIN_OPSET} and later: upgrade the model "
+                        f"(onnx.version_converter.convert_version(model, {MIN_OPSET}))")
+
+
+def _bodies(n: onnx.NodeProto) -> list[onnx.GraphProto]:
+    """The subgraphs a node holds (If's branches, Loop's and Scan's bodies)."""
+    return [g for a in n.attribute for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs))]
+
+
+def names_used(g: onnx.GraphProto) -> set[str]:
+    """Every name a node reads or the graph returns, in `g` and in the bodies nested in it."""
+    used = {o.name for o in g.output}
+    for n in g.node:
+        used.update(n.input)
+        for body in _bodies(n):
+            used |= names_used(body)
+    return used
+
+
+def names_defined(g: onnx.GraphProto) -> set[str]:
+    """Every name `g` and the bodies nested in it define (inputs, initializers, node outputs)."""
+    names = {vi.name for vi in g.input} | {t.name for t in g.initializer}
+    for n in g.node:
+        names.update(n.output)
+        for body in _bodies(n):
+            names |= names_defined(body)
+    return names
+
+
 def import_onnx(model: str | Path | bytes | onnx.ModelProto, dims: dict[str, int] | None = None) -> Graph:
     """Import an ONNX model as a graph of normalized ops; CompileError names what is unsupported."""
     proto, source = _load(model)
@@ -189,16 +274,12 @@ def import_onnx(model: str | Path | bytes | onnx.ModelProto, dims: dict[str, int
     g = proto.graph
     dims = dict(dims or {})
 
-    all_names = {vi.name for vi in g.input} | {t.name for t in g.initializer}
-    for n in g.node:
-        all_names.update(n.output)
-    used = {name for n in g.node for name in n.input} | {o.name for o in g.output}
+    all_names = names_defined(g)
+    used = names_used(g)
     ctx = OnnxContext(opset, source, NameTable(all_names), used)
 
     for t in g.initializer:
-        array = onnx.numpy_helper.to_array(t)
-        ctx.env[t.name] = Value(t.name, TensorType(_dtype(t.data_type, f"{source}: initializer '{t.name}'"),
-                                                   tuple(int(d) for d in array.shape)), const=array)
+        ctx.env[t.name] = constant_value(t, source)
     inputs: list[Value] = []
     for vi in g.input:
         if vi.name in ctx.env:
@@ -207,19 +288,7 @@ def import_onnx(model: str | Path | bytes | onnx.ModelProto, dims: dict[str, int
         ctx.env[vi.name] = value
         inputs.append(value)
 
-    for index, n in enumerate(g.node):
-        ctx.node = n
-        ctx.node_name = n.name or f"{n.op_type}_{index}"
-        convert = CONVERTERS.get(n.op_type) if n.domain in DEFAULT_DOMAINS else None
-        if convert is None:
-            raise ctx.error("op not supported by iree-py")
-        results = convert(ctx)
-        for name, value in zip(n.output, results):
-            if name and value is not None:
-                ctx.env[name] = value
-        for i, name in enumerate(n.output[len(results):], start=len(results)):
-            if name and name in used:
-                raise ctx.error(f"output {i} ('{name}') is used but iree-py does not compute it")
+    convert_nodes(ctx, g.node)
 
     outputs = []
     for o in g.output:
@@ -227,5 +296,6 @@ def import_onnx(model: str | Path | bytes | onnx.ModelProto, dims: dict[str, int
             raise CompileError(f"{source}: graph output '{o.name}' is not computed by any node")
         outputs.append(ctx.env[o.name])
     graph = Graph("main", inputs, outputs, ctx.graph_nodes, [o.name for o in g.output], source)
+    graph.dequantized = ctx.dequantized
     verify(graph)
     return graph

@@ -10,12 +10,22 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from iree_py.frontends.onnx_convt import CONVT_CONVERTERS, pool_1d_3d
+from iree_py.frontends.onnx_control_flow import CONTROL_FLOW_CONVERTERS
+from iree_py.frontends.onnx_cumulative import CUMULATIVE_CONVERTERS
+from iree_py.frontends.onnx_dtypes2 import DTYPES2_CONVERTERS
+from iree_py.frontends.onnx_grid_sample import GRID_SAMPLE_CONVERTERS
 from iree_py.frontends.onnx_indexing import INDEXING_CONVERTERS
+from iree_py.frontends.onnx_linear_attention import LINEAR_ATTENTION_CONVERTERS
 from iree_py.frontends.onnx_logic import LOGIC_CONVERTERS
+from iree_py.frontends.onnx_loss import LOSS_CONVERTERS
+from iree_py.frontends.onnx_misc import MISC_CONVERTERS
 from iree_py.frontends.onnx_nn import NN_CONVERTERS
 from iree_py.frontends.onnx_quant import CONVERTERS as QUANT_CONVERTERS
 from iree_py.frontends.onnx_reduce import REDUCE_CONVERTERS
 from iree_py.frontends.onnx_resize_pad import RESIZE_PAD_CONVERTERS
+from iree_py.frontends.onnx_signal import SIGNAL_CONVERTERS
+from iree_py.frontends.onnx_recurrent import RECURRENT_CONVERTERS
 from iree_py.ir.graph import Value
 
 if TYPE_CHECKING:
@@ -109,6 +119,8 @@ def _conv_1d(ctx: "OnnxContext", x: Value, w: Value) -> Value:
 
 def _pool(ctx: "OnnxContext", op: str) -> list[Value]:
     x = ctx.input(0)
+    if x.type.rank in (3, 5):
+        return pool_1d_3d(ctx, op)  # convt: as 2-D
     if ctx.output_used(1):
         raise ctx.error("the Indices output of MaxPool is not supported")
     kernel = [int(k) for k in ctx.attr("kernel_shape", [])]
@@ -561,10 +573,21 @@ CONVERTERS: dict[str, Converter] = {
     # -- resize_pad: entries below this line --
     **RESIZE_PAD_CONVERTERS,
     # -- recurrent: entries below this line --
+    **RECURRENT_CONVERTERS,
     # -- convt: entries below this line --
+    **CONVT_CONVERTERS,
     # -- tflite_ops: entries below this line --
     # -- int8_perf: entries below this line --
     # -- state: entries below this line --
     # -- dtypes2: entries below this line --
+    **DTYPES2_CONVERTERS,
     # -- ops_misc: entries below this line --
+    **LOSS_CONVERTERS,
+    **MISC_CONVERTERS,
+    **CUMULATIVE_CONVERTERS,
+    **GRID_SAMPLE_CONVERTERS,
+    **SIGNAL_CONVERTERS,
+    **LINEAR_ATTENTION_CONVERTERS,
+    # -- control_flow: entries below this line --
+    **CONTROL_FLOW_CONVERTERS,
 }

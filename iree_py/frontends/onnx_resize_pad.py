@@ -1,4 +1,4 @@
-"""ONNX Resize/Upsample, Pad, ArgMax/ArgMin, CumSum and TopK -> normalized ops (registered in
+"""ONNX Resize/Upsample, Pad, ArgMax/ArgMin and TopK -> normalized ops (registered in
 onnx_ops.py's CONVERTERS).
 
 Resize: scales/sizes/roi must be constants; the per-axis coordinate math runs here
@@ -194,7 +194,7 @@ def pad(ctx: "OnnxContext") -> list[Value]:
     return [ctx.emit("Pad", [x], {"mode": mode, "pads": full, "value": value}, out=0)]
 
 
-# --------------------------------------------------------------------------------- ArgMax / CumSum
+# ------------------------------------------------------------------------------------------ ArgMax
 
 def _arg(op: str):
     def convert(ctx: "OnnxContext") -> list[Value]:
@@ -203,14 +203,6 @@ def _arg(op: str):
                  "select_last_index": int(ctx.attr("select_last_index", 0)) if ctx.opset >= 12 else 0}
         return [ctx.emit(op, [x], attrs, out=0)]
     return convert
-
-
-def cumsum(ctx: "OnnxContext") -> list[Value]:
-    x = ctx.input(0)
-    axis = int(ctx.const_input(1, "axis").reshape(-1)[0])
-    attrs = {"axis": _axis(ctx, axis, x.type.rank), "exclusive": int(ctx.attr("exclusive", 0)),
-             "reverse": int(ctx.attr("reverse", 0))}
-    return [ctx.emit("CumSum", [x], attrs, out=0)]
 
 
 def topk(ctx: "OnnxContext") -> list[Value]:
@@ -235,6 +227,5 @@ RESIZE_PAD_CONVERTERS = {
     "Pad": pad,
     "ArgMax": _arg("ArgMax"),
     "ArgMin": _arg("ArgMin"),
-    "CumSum": cumsum,
     "TopK": topk,
 }

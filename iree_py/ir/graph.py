@@ -53,6 +53,11 @@ class Graph:
     output_names: list[str] = field(default_factory=list)
     # Where the graph came from, for messages ("model.onnx").
     source: str = ""
+    # Signature name of a quantized (int8/uint8) input or output -> (scale, zero point), for the module.
+    quantization: dict[str, tuple[float, int]] = field(default_factory=dict)
+    # id(float constant) -> (integer array, Dequantize attrs) for constants the ONNX frontend
+    # folded from DequantizeLinear: passes/fuse_qdq.py turns QDQ patterns into int8 kernels with them.
+    dequantized: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict)
 
     def values(self) -> Iterator[Value]:
         """Every value once: inputs, then constants and node results in order."""

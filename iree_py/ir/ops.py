@@ -12,9 +12,16 @@ from typing import Any
 import numpy as np
 
 from iree_py.ir import indexing_ops
+from iree_py.ir.ops_control_flow import CONTROL_FLOW_OP_DEFS
 from iree_py.ir.ops_logic import LOGIC_OP_DEFS
+from iree_py.ir.ops_misc import MISC_OP_DEFS
+from iree_py.ir.ops_convt import CONVT_OP_DEFS
 from iree_py.ir.ops_quant import QUANT_OP_DEFS
+from iree_py.ir.ops_qlookup import QLOOKUP_OP_DEFS
+from iree_py.ir.ops_qsoftmax import QSOFTMAX_OP_DEFS
 from iree_py.ir.ops_resize_pad import RESIZE_PAD_OP_DEFS
+from iree_py.ir.ops_state import STATE_OP_DEFS
+from iree_py.ir.ops_recurrent import RECURRENT_OP_DEFS
 from iree_py.ir.opdef import ANY_DTYPE, OpDef, pool_output_size, pool_rule, static_shape as _static
 from iree_py.ir.ops_logic import FLOAT_DTYPES, INT_DTYPES, NUMERIC_DTYPES, SINGLE_HALF_DTYPES
 from iree_py.ir.types import DType, TensorType
@@ -217,12 +224,20 @@ _DEFS = [
     # -- resize_pad: entries below this line --
     *RESIZE_PAD_OP_DEFS,
     # -- recurrent: entries below this line --
+    *RECURRENT_OP_DEFS,
     # -- convt: entries below this line --
+    *CONVT_OP_DEFS,
     # -- tflite_ops: entries below this line --
+    *QSOFTMAX_OP_DEFS,
+    *QLOOKUP_OP_DEFS,
     # -- int8_perf: entries below this line --
     # -- state: entries below this line --
+    *STATE_OP_DEFS,
     # -- dtypes2: entries below this line --
     # -- ops_misc: entries below this line --
+    *MISC_OP_DEFS,
+    # -- control_flow: entries below this line --
+    *CONTROL_FLOW_OP_DEFS,
 ]
 
 OPS: dict[str, OpDef] = {d.name: d for d in _DEFS}

@@ -6,10 +6,11 @@ from typing import Any
 
 import numpy as np
 
+from iree_py.ir.narrow_types import NARROW_DTYPES
 from iree_py.ir.opdef import OpDef
 from iree_py.ir.types import DType, TensorType
 
-FLOAT_DTYPES = frozenset(d for d in DType if d.numpy.kind == "f")
+FLOAT_DTYPES = frozenset(d for d in DType if d.numpy.kind == "f") - NARROW_DTYPES  # bf16, f8: storage only
 # Ops whose kernels approximate in single precision (exp, log, trig, ...) take no f64: an f64
 # result computed in f32 would overflow early and lose digits.
 SINGLE_HALF_DTYPES = frozenset({DType.f32, DType.f16})
@@ -81,7 +82,7 @@ def _binary_same(inputs: list[TensorType], attrs: dict[str, Any]) -> list[Tensor
 
 
 LOGIC_OP_DEFS = [
-    OpDef("Cast", ("to",), 1, 1, _cast, elementwise=True, dtypes=NUMERIC_DTYPES | BOOL_DTYPES),
+    OpDef("Cast", ("to",), 1, 1, _cast, elementwise=True, dtypes=NUMERIC_DTYPES | BOOL_DTYPES | NARROW_DTYPES),
     *(OpDef(op, (), 2, 2, _compare, elementwise=True,
             dtypes=NUMERIC_DTYPES | (BOOL_DTYPES if op == "Equal" else frozenset())) for op in COMPARE_OPS),
     *(OpDef(op, (), 2, 2, _logic, elementwise=True, dtypes=BOOL_DTYPES) for op in LOGIC_OPS),

@@ -1,4 +1,4 @@
-"""Shape rules of Resize, Pad, ArgMax/ArgMin, CumSum and TopK (ops.py's table
+"""Shape rules of Resize, Pad, ArgMax/ArgMin and TopK (ops.py's table
 takes RESIZE_PAD_OP_DEFS)."""
 from __future__ import annotations
 
@@ -69,15 +69,6 @@ def _arg(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
     return [TensorType(DType.i64, out)]
 
 
-def _cumsum(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    shape = _static(inputs[0])
-    if not 0 <= attrs["axis"] < len(shape):
-        raise ValueError(f"axis {attrs['axis']} out of range for {inputs[0]}")
-    if attrs["exclusive"] not in (0, 1) or attrs["reverse"] not in (0, 1):
-        raise ValueError(f"exclusive {attrs['exclusive']} and reverse {attrs['reverse']} must be 0/1")
-    return [inputs[0]]
-
-
 def _topk(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
     shape = _static(inputs[0])
     axis, k = attrs["axis"], attrs["k"]
@@ -94,7 +85,6 @@ RESIZE_PAD_OP_DEFS = [
     OpDef("Pad", ("mode", "pads", "value"), 1, 1, _pad, dtypes=ANY_DTYPE),
     OpDef("ArgMax", ("axis", "keepdims", "select_last_index"), 1, 1, _arg),
     OpDef("ArgMin", ("axis", "keepdims", "select_last_index"), 1, 1, _arg),
-    OpDef("CumSum", ("axis", "exclusive", "reverse"), 1, 1, _cumsum),
     # ONNX TopK's two outputs are two single-output nodes; result says which one.
     OpDef("TopK", ("axis", "k", "largest", "result"), 1, 1, _topk),
 ]

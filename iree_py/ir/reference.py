@@ -12,9 +12,15 @@ import numpy as np
 from iree_py.ir import indexing_ops
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.opdef import pool_output_size
+from iree_py.ir.reference_convt import KERNELS as CONVT_KERNELS
+from iree_py.ir.reference_control_flow import KERNELS as CONTROL_FLOW_KERNELS
 from iree_py.ir.reference_logic import KERNELS as LOGIC_KERNELS
+from iree_py.ir.reference_misc import KERNELS as MISC_KERNELS
 from iree_py.ir.reference_quant import KERNELS as QUANT_KERNELS
+from iree_py.ir.ops_qlookup import QLOOKUP_KERNELS
+from iree_py.ir.reference_qsoftmax import QSOFTMAX_KERNELS
 from iree_py.ir.reference_resize_pad import KERNELS as RESIZE_PAD_KERNELS
+from iree_py.ir.reference_recurrent import KERNELS as RECURRENT_KERNELS
 
 Kernel = Callable[[list[np.ndarray], dict[str, Any]], np.ndarray]
 
@@ -273,12 +279,19 @@ KERNELS: dict[str, Kernel] = {
     # -- resize_pad: entries below this line --
     **RESIZE_PAD_KERNELS,
     # -- recurrent: entries below this line --
+    **RECURRENT_KERNELS,
     # -- convt: entries below this line --
+    **CONVT_KERNELS,
     # -- tflite_ops: entries below this line --
+    **QSOFTMAX_KERNELS,
+    **QLOOKUP_KERNELS,
     # -- int8_perf: entries below this line --
     # -- state: entries below this line --
     # -- dtypes2: entries below this line --
     # -- ops_misc: entries below this line --
+    **MISC_KERNELS,
+    # -- control_flow: entries below this line --
+    **CONTROL_FLOW_KERNELS,
 }
 
 
@@ -307,5 +320,10 @@ def evaluate(graph: Graph, inputs: dict[str, np.ndarray] | list[np.ndarray]) -> 
         return v.const if v.is_const else env[id(v)]
 
     for node in graph.nodes:
-        env[id(node.outputs[0])] = run_node(node, lookup)
+        result = run_node(node, lookup)
+        if not isinstance(result, list):
+            env[id(node.outputs[0])] = result
+            continue
+        for out, array in zip(node.outputs, result, strict=True):  # control flow: one array per result
+            env[id(out)] = array
     return [lookup(v) for v in graph.outputs]

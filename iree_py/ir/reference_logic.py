@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from iree_py.ir.narrow_types import involves_narrow, narrow_cast_array
 from iree_py.ir.types import DType
 
 Kernel = Callable[[list[np.ndarray], dict[str, Any]], np.ndarray]
@@ -139,7 +140,9 @@ def cast_array(x: np.ndarray, to: DType) -> np.ndarray:
     bits and i32 go through a 32-bit conversion, i64 through a 64-bit one (NaN or out of range gives
     the conversion's minimum, then wraps; f16 -> u32 goes through i64); u32/u64 convert
     x - 2**31/2**63 when x is at least that and flip the top bit; integers wrap; anything -> bool
-    is != 0."""
+    is != 0. Narrow types (bf16, float8, 4-/2-bit): narrow_types.py."""
+    if involves_narrow(x, to):
+        return narrow_cast_array(x, to)
     target = to.numpy
     if to == DType.bool:
         return x != 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+import ml_dtypes  # noqa: F401  (registers bfloat16, float8_*, int4, ... with numpy)
 import numpy as np
 
 
@@ -22,6 +23,17 @@ class DType(enum.Enum):
     u16 = "u16"
     u32 = "u32"
     u64 = "u64"
+    # storage-only types (iree_py/ir/narrow_types.py): Cast, quantization and data movement
+    bf16 = "bf16"
+    f8e4m3fn = "f8e4m3fn"
+    f8e4m3fnuz = "f8e4m3fnuz"
+    f8e5m2 = "f8e5m2"
+    f8e5m2fnuz = "f8e5m2fnuz"
+    i4 = "i4"
+    u4 = "u4"
+    f4e2m1 = "f4e2m1"
+    i2 = "i2"
+    u2 = "u2"
 
     @property
     def numpy(self) -> np.dtype:
@@ -49,6 +61,10 @@ _NUMPY = {
     DType.f32: "float32", DType.f64: "float64", DType.f16: "float16", DType.i8: "int8",
     DType.u8: "uint8", DType.i16: "int16", DType.i32: "int32", DType.i64: "int64", DType.bool: "bool",
     DType.u16: "uint16", DType.u32: "uint32", DType.u64: "uint64",
+    # ml_dtypes (an onnx dependency) registers these with numpy; one element per byte (bf16: two)
+    DType.bf16: "bfloat16", DType.f8e4m3fn: "float8_e4m3fn", DType.f8e4m3fnuz: "float8_e4m3fnuz",
+    DType.f8e5m2: "float8_e5m2", DType.f8e5m2fnuz: "float8_e5m2fnuz", DType.i4: "int4", DType.u4: "uint4",
+    DType.f4e2m1: "float4_e2m1fn", DType.i2: "int2", DType.u2: "uint2",
 }
 
 Dim = int | str  # a static size, or a symbol such as "batch"

@@ -1,10 +1,12 @@
 """eliminate-dead-code: remove nodes whose results nobody reads (constants go with them: a
-constant exists only as long as some node or graph output refers to it)."""
+constant exists only as long as some node or graph output refers to it). Nodes that write module
+state (StateWrite, StateInit) are always live."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from iree_py.ir.graph import Graph
+from iree_py.ir.ops_state import SIDE_EFFECT_OPS
 
 
 @dataclass
@@ -15,7 +17,7 @@ class EliminateDeadCode:
         live = {id(v) for v in graph.outputs}
         kept = []
         for node in reversed(graph.nodes):
-            if not any(id(v) in live for v in node.outputs):
+            if not any(id(v) in live for v in node.outputs) and node.op not in SIDE_EFFECT_OPS:
                 continue
             kept.append(node)
             for step in [node, *node.fused]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from iree_py.ir.ops_state import STATE_OPS  # state ops act at run time, never folded
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.reference import run_node
 from iree_py.ir.rewrite import replace_all_uses
@@ -20,7 +21,7 @@ class FoldConstants:
     max_elements: int = 1 << 26  # results larger than this (elements) are left to run time
 
     def foldable(self, node: Node) -> bool:
-        return (not node.fused and all(v is not None and v.is_const for v in node.inputs)
+        return (not node.fused and node.op not in STATE_OPS and len(node.outputs) == 1 and all(v is not None and v.is_const for v in node.inputs)
                 and node.outputs[0].type.num_elements <= self.max_elements)
 
     def run(self, graph: Graph) -> Graph:

@@ -4,12 +4,14 @@ from __future__ import annotations
 from typing import Callable, Literal, Protocol
 
 from iree_py.ir.graph import Graph
+from iree_py.ir.ops_control_flow import BODY_ATTRS
 from iree_py.ir.text import print_graph
 from iree_py.ir.verifier import verify
 from iree_py.passes.eliminate_dead_code import EliminateDeadCode
 from iree_py.passes.fold_batchnorm_into_conv import FoldBatchNormIntoConv
 from iree_py.passes.fold_constants import FoldConstants
 from iree_py.passes.fuse_elementwise import FuseElementwise
+from iree_py.passes.fuse_qdq import FuseQdq
 from iree_py.passes.lower_batchnorm import LowerBatchNorm
 from iree_py.passes.remove_reshape_noops import RemoveReshapeNoops
 
@@ -20,12 +22,13 @@ class Pass(Protocol):
     def run(self, graph: Graph) -> Graph: ...
 
 
-PASSES: dict[str, type] = {p.name: p for p in (FoldConstants, FoldBatchNormIntoConv, LowerBatchNorm,
+PASSES: dict[str, type] = {p.name: p for p in (FuseQdq, FoldConstants, FoldBatchNormIntoConv, LowerBatchNorm,
                                                RemoveReshapeNoops, EliminateDeadCode, FuseElementwise)}
 
 
 def default_pipeline() -> list[Pass]:
     return [
+        FuseQdq(),
         FoldConstants(),
         FoldBatchNormIntoConv(),
         LowerBatchNorm(),
@@ -35,6 +38,15 @@ def default_pipeline() -> list[Pass]:
         FuseElementwise(),
         EliminateDeadCode(),
     ]
+
+
+def run_on_regions(p: Pass, graph: Graph) -> Graph:
+    """Run a pass on `graph` and on every control-flow body in it (bodies are closed graphs)."""
+    graph = p.run(graph)
+    for node in graph.nodes:
+        for name in BODY_ATTRS.get(node.op, ()):
+            node.attrs[name] = run_on_regions(p, node.attrs[name])
+    return graph
 
 
 def run_pipeline(graph: Graph, print_ir_after: set[str] | Literal["all"] | None = None,
@@ -49,7 +61,7 @@ def run_pipeline(graph: Graph, print_ir_after: set[str] | Literal["all"] | None 
         from iree_py.errors import CompileError
         raise CompileError(f"--print-ir-after: unknown pass {sorted(unknown)}; passes are {sorted(PASSES)}")
     for p in passes:
-        graph = p.run(graph)
+        graph = run_on_regions(p, graph)
         verify(graph)
         if print_ir_after == "all" or (print_ir_after and p.name in print_ir_after):
             out(f"// ----- IR after {p.name} ----- //\n{print_graph(graph, elide_over=elide_over)}")

@@ -34,6 +34,16 @@ size_t irp_dtype_size(uint32_t dtype) {
     case IRP_DTYPE_U16: return 2;
     case IRP_DTYPE_U32: return 4;
     case IRP_DTYPE_U64: return 8;
+    case IRP_DTYPE_BF16: return 2;
+    case IRP_DTYPE_F8E4M3FN: return 1;
+    case IRP_DTYPE_F8E4M3FNUZ: return 1;
+    case IRP_DTYPE_F8E5M2: return 1;
+    case IRP_DTYPE_F8E5M2FNUZ: return 1;
+    case IRP_DTYPE_I4: return 1;
+    case IRP_DTYPE_U4: return 1;
+    case IRP_DTYPE_F4E2M1: return 1;
+    case IRP_DTYPE_I2: return 1;
+    case IRP_DTYPE_U2: return 1;
     default: return 0;
   }
 }

@@ -129,7 +129,7 @@ def test_cast_to_every_dtype(src: DType) -> None:
     else:
         x = _ints(src, rng)[0][:2, :19]
     cases = Cases()
-    for to in DType:
+    for to in [*FLOATS, *INTS, DType.bool]:  # the narrow types: tests/frontend/test_onnx_dtypes2.py
         if to != src:
             cases.add("Cast", [x], to)
     cases.check()

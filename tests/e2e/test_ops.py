@@ -236,6 +236,15 @@ CASES = {
     "where_less_bool_out": retyped(model([node("Less", ["x", "z"], ["c"]), node("Where", ["c", "x", "z"], ["y"]),
                                           node("Not", ["c"], ["n"])], {"x": (4, 9), "z": (9,)}, ["y", "n"]),
                                    n=TensorProto.BOOL),
+    # Narrow storage types (iree_py/codegen/llvm/narrow_values.py): f32 -> float8 (saturating) -> bf16 -> f32,
+    # and f32 -> int4 (round half away from zero, wrap) -> f32, each one fused kernel.
+    "cast_narrow_f8_bf16_i4": model(
+        [node("Mul", ["x", "k"], ["m"]), node("Cast", ["m"], ["c8"], to=TensorProto.FLOAT8E4M3FN),
+         helper.make_node("Cast", ["c8"], ["cb"], name="to_bf16", to=TensorProto.BFLOAT16),
+         helper.make_node("Cast", ["cb"], ["y"], name="bf16_back", to=TensorProto.FLOAT),
+         helper.make_node("Cast", ["x"], ["c4"], name="to_i4", to=TensorProto.INT4),
+         helper.make_node("Cast", ["c4"], ["z"], name="i4_back", to=TensorProto.FLOAT)],
+        {"x": (2, 3, 17)}, ["y", "z"], {"k": np.float32(200.0)}, opset=21),
     # Quantized (iree_py/frontends/onnx_quant.py): float in -> QuantizeLinear -> QLinearConv / QLinearMatMul
     # (per-channel int8 weights) -> DequantizeLinear -> float out.
     "qlinearconv_u8_chain": model(
@@ -269,6 +278,27 @@ CASES = {
     "pad_reflect_crop": model([node("Pad", ["x", "p"], mode="reflect")], {"x": (2, 3, 7)}, ["y"],
                               {"p": np.array([0, 1, 3, 1, -1, 2], np.int64)}),
     "argmax_axis1": int64_output(model([node("ArgMax", ["x"], axis=1, keepdims=0)], {"x": (3, 6, 5)}, ["y"])),
+    # Recurrent layers (iree_py/frontends/onnx_recurrent.py): one kernel per output, all time steps inside.
+    "lstm_bidirectional_seq_lens": model(
+        [node("LSTM", ["x", "W", "R", "B", "L"], ["y", "y_h", "y_c"], hidden_size=6, direction="bidirectional")],
+        {"x": (4, 2, 5)}, ["y", "y_h", "y_c"],
+        {"W": w(2, 24, 5), "R": w(2, 24, 6), "B": w(2, 48), "L": np.array([4, 2], np.int32)}),
+    "gru_reverse_linear_before_reset": model(
+        [node("GRU", ["x", "W", "R", "B"], ["y", "y_h"], hidden_size=5, direction="reverse", linear_before_reset=1)],
+        {"x": (3, 2, 4)}, ["y", "y_h"], {"W": w(1, 15, 4), "R": w(1, 15, 5), "B": w(1, 30)}),
+    # ConvTranspose and LpPool (iree_py/frontends/onnx_convt.py).
+    "conv_transpose_stride2_group": model(
+        [node("ConvTranspose", ["x", "W", "B"], strides=[2, 2], pads=[1, 1, 0, 0], output_padding=[1, 1], group=2)],
+        {"x": (1, 4, 5, 6)}, ["y"], {"W": w(4, 3, 3, 3), "B": w(6)}),
+    "lppool_p3_ceil": model([node("LpPool", ["x"], kernel_shape=[3, 3], strides=[2, 2], p=3, ceil_mode=1)],
+                            {"x": (1, 2, 9, 8)}, ["y"], opset=18),
+    # ops_misc (iree_py/frontends/onnx_grid_sample.py, onnx_loss.py, onnx_signal.py): compositions.
+    "grid_sample_bicubic_border": model([node("GridSample", ["x", "g"], mode="cubic", padding_mode="border")],
+                                        {"x": (1, 2, 5, 4), "g": (1, 3, 4, 2)}, ["y"], opset=22),
+    "softmax_cross_entropy_weighted_ignore": model(
+        [node("SoftmaxCrossEntropyLoss", ["x", "t", "wt"], ["y", "lp"], ignore_index=-1)], {"x": (3, 4, 2)},
+        ["y", "lp"], {"t": np.array([[0, 3], [-1, 1], [2, 2]], np.int64), "wt": np.abs(w(4)) + 0.5}, 13),
+    "dft_complex_axis2": model([node("DFT", ["x"], axis=2)], {"x": (2, 3, 6, 2)}, ["y"], opset=17),
 }
 
 

@@ -32,7 +32,8 @@ from iree_py.frontends.tflite.schema.TensorType import TensorType
 
 TYPE_OF = {np.dtype(np.float32): TensorType.FLOAT32, np.dtype(np.float16): TensorType.FLOAT16,
            np.dtype(np.int32): TensorType.INT32, np.dtype(np.int64): TensorType.INT64,
-           np.dtype(np.int8): TensorType.INT8, np.dtype(np.uint8): TensorType.UINT8}
+           np.dtype(np.int8): TensorType.INT8, np.dtype(np.uint8): TensorType.UINT8,
+           np.dtype(np.bool_): TensorType.BOOL}
 
 
 @dataclass
@@ -90,6 +91,7 @@ class TfliteModel:
     inputs: list[int] = field(default_factory=list)
     outputs: list[int] = field(default_factory=list)
     signature: str | None = None    # a SignatureDef with this key over the inputs and outputs
+    signature_names: dict[int, str] = field(default_factory=dict)   # tensor index -> its name there (default: its own)
     version: int = 3
 
     def tensor(self, name: str, shape: tuple[int, ...] = (), dtype: Any = np.float32,
@@ -120,35 +122,14 @@ class TfliteModel:
     def output(self, index: int) -> None:
         self.outputs.append(index)
 
-    def build(self) -> bytes:
-        codes = sorted({op.code for op in self.ops})
-        model = ModelT()
-        model.version, model.description = self.version, "iree-py test model"
-        model.operatorCodes = []
-        for code in codes:
-            oc = OperatorCodeT()
-            oc.builtinCode, oc.deprecatedBuiltinCode, oc.version = code, min(code, 127), 1
-            model.operatorCodes.append(oc)
-        sub = SubGraphT()
-        sub.name, sub.tensors, sub.inputs, sub.outputs = "main", self.tensors, self.inputs, self.outputs
-        sub.operators = []
-        for op in self.ops:
-            o = OperatorT()
-            o.opcodeIndex, o.inputs, o.outputs = codes.index(op.code), op.inputs, op.outputs
-            if op.options is not None:
-                o.builtinOptionsType, o.builtinOptions = options_type(op.options), op.options
-            sub.operators.append(o)
-        model.subgraphs = [sub]
-        model.buffers = []
-        for data in self.buffers:
-            b = AlignedBufferT()
-            b.data = data
-            model.buffers.append(b)
-        if self.signature is not None:
-            model.signatureDefs = [self._signature()]
-        builder = flatbuffers.Builder(1024)
-        builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
-        return bytes(builder.Output())
+    def build(self, *bodies: "TfliteModel") -> bytes:
+        """The model: this is subgraph 0; `bodies` (sharing this model's buffers) are subgraphs 1..,
+        which WHILE/IF/CALL_ONCE operators refer to by index."""
+        return build_subgraphs([self, *bodies], self.version, self._signature() if self.signature else None)
+
+    def subgraph(self) -> "TfliteModel":
+        """A new, empty subgraph that shares this model's buffers (pass it to `build`)."""
+        return TfliteModel(buffers=self.buffers)
 
     def _signature(self) -> SignatureDefT:
         sig = SignatureDefT()
@@ -158,8 +139,42 @@ class TfliteModel:
             result = []
             for i in indices:
                 m = TensorMapT()
-                m.name, m.tensorIndex = self.tensors[i].name, i
+                m.name, m.tensorIndex = self.signature_names.get(i, self.tensors[i].name), i
                 result.append(m)
             return result
         sig.inputs, sig.outputs = maps(self.inputs), maps(self.outputs)
         return sig
+
+
+def build_subgraphs(subs: list[TfliteModel], version: int = 3, signature: SignatureDefT | None = None) -> bytes:
+    """One TFLite flatbuffer of the subgraphs `subs` (subs[0] is the main one; all share its buffers)."""
+    codes = sorted({op.code for sub in subs for op in sub.ops})
+    model = ModelT()
+    model.version, model.description = version, "iree-py test model"
+    model.operatorCodes = []
+    for code in codes:
+        oc = OperatorCodeT()
+        oc.builtinCode, oc.deprecatedBuiltinCode, oc.version = code, min(code, 127), 1
+        model.operatorCodes.append(oc)
+    model.subgraphs = []
+    for i, s in enumerate(subs):
+        sub = SubGraphT()
+        sub.name, sub.tensors, sub.inputs, sub.outputs = "main" if i == 0 else f"subgraph{i}", s.tensors, s.inputs, s.outputs
+        sub.operators = []
+        for op in s.ops:
+            o = OperatorT()
+            o.opcodeIndex, o.inputs, o.outputs = codes.index(op.code), op.inputs, op.outputs
+            if op.options is not None:
+                o.builtinOptionsType, o.builtinOptions = options_type(op.options), op.options
+            sub.operators.append(o)
+        model.subgraphs.append(sub)
+    model.buffers = []
+    for data in subs[0].buffers:
+        b = AlignedBufferT()
+        b.data = data
+        model.buffers.append(b)
+    if signature is not None:
+        model.signatureDefs = [signature]
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())

@@ -16,8 +16,11 @@ from typing import Callable
 from llvmlite import ir
 
 from iree_py.codegen.llvm.math import emit_binary, emit_unary, fmod
+from iree_py.codegen.llvm.narrow_values import (float_to_narrow_int, load_narrow_int, round_to_narrow,
+                                                store_narrow_int)
 from iree_py.codegen.llvm.typed_values import (bits, const, float_like, int_like, is_float, is_signed,
                                                round_to_f16)
+from iree_py.ir.narrow_types import NARROW_FLOAT_DTYPES, NARROW_INT_DTYPES
 from iree_py.ir.reference_logic import int_clip_bounds
 from iree_py.ir.types import DType
 
@@ -214,6 +217,9 @@ def _emit_int(b: ir.IRBuilder, op: str, attrs: dict[str, float], args: list[ir.V
             "Pow": lambda: _int_pow(b, x, y, signed, bits(dtype)),
             "ShiftLeft": lambda: _shift(b, x, y, True, signed, bits(dtype)),
             "ShiftRight": lambda: _shift(b, x, y, False, signed, bits(dtype)),
+            "BitwiseAnd": lambda: b.and_(x, y),
+            "BitwiseOr": lambda: b.or_(x, y),
+            "BitwiseXor": lambda: b.xor(x, y),
         }
         if op not in binary:
             raise StepError(f"{op} is not supported on {dtype.value}")
@@ -282,7 +288,21 @@ def _x86_convert(b: ir.IRBuilder, x: ir.Value, wide_bits: int) -> ir.Value:
 def emit_cast(b: ir.IRBuilder, x: ir.Value, src: DType, dst: DType) -> ir.Value:
     """ONNX Cast as onnxruntime does it on x86-64 (reference_logic.cast_array, docs/ir.md): float ->
     integer goes through a 32-bit (64-bit for 8-byte targets) conversion whose out-of-range/NaN
-    result is the minimum, then wraps; integers wrap; anything -> bool is x != 0 (NaN -> true)."""
+    result is the minimum, then wraps; integers wrap; anything -> bool is x != 0 (NaN -> true).
+    A narrow target (bf16, float8, 4-/2-bit; narrow_values.py) rounds or wraps the result."""
+    if dst in NARROW_INT_DTYPES and is_float(src):
+        return float_to_narrow_int(b, x, dst)
+    value = _emit_wide_cast(b, x, src, dst)
+    if src == dst:
+        return value
+    if dst in NARROW_FLOAT_DTYPES:
+        return round_to_narrow(b, value, dst)
+    if dst in NARROW_INT_DTYPES:
+        return load_narrow_int(b, store_narrow_int(b, value, dst), dst)
+    return value
+
+
+def _emit_wide_cast(b: ir.IRBuilder, x: ir.Value, src: DType, dst: DType) -> ir.Value:
     if src == dst:
         return x
     ty = x.type

@@ -59,12 +59,24 @@ KERNEL_BUILDERS: dict[str, str] = {
     "cumsum": "cumsum:build",
     "topk": "topk:build",
     # -- recurrent: entries below this line --
+    "lstm": "recurrent:build",
+    "gru": "recurrent:build",
+    "rnn": "recurrent:build",
     # -- convt: entries below this line --
+    "conv_transpose": "conv_transpose:build",
+    "lppool": "pool:build",
+    "qconv_transpose": "qconv_transpose:build",
     # -- tflite_ops: entries below this line --
+    "qsoftmax": "qsoftmax:build",
+    "qlookup": "qlookup:build",
     # -- int8_perf: entries below this line --
+    "qconv_dot": "qconv_dot:build",
+    "qdwconv": "qdepthwise:build",
     # -- state: entries below this line --
     # -- dtypes2: entries below this line --
     # -- ops_misc: entries below this line --
+    "cumprod": "cumsum:build_cumprod",
+    "bitcast": "bitcast:build",
 }
 
 

@@ -5,29 +5,35 @@ LLVM type: u8 and i8 are both i8), bool is `i1`, and f16 is a `float` (f16 math 
 the value rounds to f16 when stored or Cast to f16, as onnxruntime's CPU provider computes f16
 chains in f32 and casts back once).
 In memory: bool is one byte (0 or 1), f16 its 16 IEEE bits. f16 <-> f32 conversions are integer bit
-manipulation (no libcalls, no F16C/Zfh needed), round to nearest even.
+manipulation (no libcalls, no F16C/Zfh needed), round to nearest even. The narrow storage types
+(bf16, float8, f4e2m1: a `float` in registers; i4/u4/i2/u2: an i8) convert in narrow_values.py.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
 from iree_py.codegen.llvm.common import ALIGN, element_ptr
+from iree_py.codegen.llvm.narrow_values import (f32_to_narrow_bits, load_narrow_int, narrow_bits_to_f32,
+                                                store_narrow_int)
+from iree_py.ir.narrow_types import NARROW_FLOAT_DTYPES, NARROW_INT_BITS, NARROW_INT_DTYPES
 from iree_py.ir.types import DType
 
 F32 = ir.FloatType()
 F64 = ir.DoubleType()
 I1 = ir.IntType(1)
 
-_REGISTER: dict[DType, ir.Type] = {DType.f32: F32, DType.f16: F32, DType.f64: F64, DType.bool: I1}
-_MEMORY: dict[DType, ir.Type] = {DType.f16: ir.IntType(16), DType.bool: ir.IntType(8)}
+_REGISTER: dict[DType, ir.Type] = {DType.f32: F32, DType.f16: F32, DType.f64: F64, DType.bool: I1,
+                                   **{d: F32 for d in NARROW_FLOAT_DTYPES}}  # narrow_values.py
+_MEMORY: dict[DType, ir.Type] = {DType.f16: ir.IntType(16), DType.bool: ir.IntType(8),
+                                 **{d: ir.IntType(8 * d.itemsize) for d in NARROW_FLOAT_DTYPES}}
 
 
 def is_float(dtype: DType) -> bool:
-    return dtype.numpy.kind == "f"
+    return dtype.numpy.kind == "f" or dtype in NARROW_FLOAT_DTYPES
 
 
 def is_signed(dtype: DType) -> bool:
-    return dtype.numpy.kind in "if"
+    return dtype.numpy.kind in "if" or dtype in NARROW_FLOAT_DTYPES or NARROW_INT_BITS.get(dtype, (0, False))[1]
 
 
 def bits(dtype: DType) -> int:
@@ -128,6 +134,10 @@ def load_typed(b: ir.IRBuilder, dtype: DType, base: ir.Value, index: ir.Value, l
         return f16_bits_to_f32(b, raw)
     if dtype == DType.bool:
         return b.icmp_unsigned("!=", raw, const(0, mem))
+    if dtype in NARROW_FLOAT_DTYPES:
+        return narrow_bits_to_f32(b, raw, dtype)
+    if dtype in NARROW_INT_DTYPES:
+        return load_narrow_int(b, raw, dtype)
     return raw
 
 
@@ -136,4 +146,8 @@ def store_typed(b: ir.IRBuilder, dtype: DType, value: ir.Value, base: ir.Value, 
         value = f32_to_f16_bits(b, value)
     elif dtype == DType.bool:
         value = b.zext(value, int_like(value.type, 8))
+    elif dtype in NARROW_FLOAT_DTYPES:
+        value = f32_to_narrow_bits(b, value, dtype)
+    elif dtype in NARROW_INT_DTYPES:
+        value = store_narrow_int(b, value, dtype)
     b.store(value, element_ptr(b, base, index, memory_type(dtype)), align=_align(dtype))

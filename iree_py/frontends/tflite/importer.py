@@ -13,9 +13,11 @@ import numpy as np
 
 from iree_py.errors import CompileError
 from iree_py.frontends.tflite import reader
+from iree_py.frontends.tflite.state_ops import finish_state
 from iree_py.frontends.tflite.schema.Model import ModelT
 from iree_py.frontends.tflite.schema.Operator import OperatorT
 from iree_py.frontends.tflite.schema.TensorType import TensorType as TflType
+from iree_py.frontends.tflite.signature import io_quantization, name_tensors, signature_names
 from iree_py.ir.build import NameTable, fold_or_append, make_node
 from iree_py.ir.graph import Graph, Value
 from iree_py.ir.types import DType, TensorType
@@ -38,14 +40,15 @@ def _text(s: Any) -> str:
 class TfliteContext:
     """What a converter sees: the operator, its tensors as Values, and ways to emit nodes."""
 
-    def __init__(self, model: ModelT, source: str, subgraph_index: int) -> None:
+    def __init__(self, model: ModelT, source: str, subgraph_index: int, names: NameTable | None = None) -> None:
         self.model = model
         self.source = source
         self.subgraph_index = subgraph_index
         self.subgraph = model.subgraphs[subgraph_index]
         self.tensors = self.subgraph.tensors or []
-        self.names = NameTable()
-        self.tensor_names = [self.names.fresh(_text(t.name) or f"tensor_{i}") for i, t in enumerate(self.tensors)]
+        self.names = names if names is not None else NameTable()  # a body's context shares the main one's
+        self.tensor_names = name_tensors(self.names, [_text(t.name) or f"tensor_{i}" for i, t in enumerate(self.tensors)],
+                                         signature_names(model, subgraph_index))
         self.env: dict[int, Value] = {}
         self.nchw: dict[int, Value] = {}     # id(NHWC value) -> the same tensor in NCHW (layout.py)
         self.graph_nodes: list = []
@@ -152,10 +155,29 @@ class TfliteContext:
         return self.emit("Reshape", [v], {"shape": [int(d) for d in shape]}, out=out)
 
 
-def import_tflite(model: str | Path | bytes, dims: dict[str, int] | None = None) -> Graph:
-    """Import subgraph 0 of a float TFLite model; CompileError names what is unsupported."""
+def convert_operators(ctx: TfliteContext) -> None:
+    """Convert the operators of `ctx`'s subgraph in order (the main one, or a control-flow body)."""
     from iree_py.frontends.tflite.ops import CONVERTERS  # ops.py imports this module's context type
 
+    for op_index, op in enumerate(ctx.subgraph.operators or []):
+        ctx.op, ctx.op_index = op, op_index
+        code = reader.operator_code(ctx.model, op.opcodeIndex)
+        ctx.op_name = reader.operator_name(ctx.model, op.opcodeIndex)
+        convert = CONVERTERS.get(code)
+        if convert is None:
+            raise ctx.error("op not supported by iree-py")
+        results = convert(ctx)
+        for i, value in enumerate(results):
+            index = ctx._index(i, outputs=True)
+            declared = ctx.tensor_type(index, "output")
+            if tuple(value.type.shape) != tuple(declared.shape):
+                raise ctx.error(f"output {i} ('{ctx.tensor_names[index]}') computed as {value.type}, "
+                                f"the model declares {declared}")
+            ctx.env[index] = value
+
+
+def import_tflite(model: str | Path | bytes, dims: dict[str, int] | None = None) -> Graph:
+    """Import subgraph 0 of a float TFLite model; CompileError names what is unsupported."""
     model_t, source = reader.read_model(model)
     if not model_t.subgraphs:
         raise CompileError(f"{source}: the model has no subgraphs")
@@ -170,22 +192,9 @@ def import_tflite(model: str | Path | bytes, dims: dict[str, int] | None = None)
         ctx.env[index] = value
         inputs.append(value)
 
-    for op_index, op in enumerate(ctx.subgraph.operators or []):
-        ctx.op, ctx.op_index = op, op_index
-        code = reader.operator_code(model_t, op.opcodeIndex)
-        ctx.op_name = reader.operator_name(model_t, op.opcodeIndex)
-        convert = CONVERTERS.get(code)
-        if convert is None:
-            raise ctx.error("op not supported by iree-py")
-        results = convert(ctx)
-        for i, value in enumerate(results):
-            index = ctx._index(i, outputs=True)
-            declared = ctx.tensor_type(index, "output")
-            if tuple(value.type.shape) != tuple(declared.shape):
-                raise ctx.error(f"output {i} ('{ctx.tensor_names[index]}') computed as {value.type}, "
-                                f"the model declares {declared}")
-            ctx.env[index] = value
+    convert_operators(ctx)
 
+    finish_state(ctx)  # module state (state_ops.py): StateInit/StateRead first, StateWrite last
     outputs, output_names = [], []
     for index in ctx.subgraph.outputs if ctx.subgraph.outputs is not None else []:
         index = int(index)
@@ -195,5 +204,6 @@ def import_tflite(model: str | Path | bytes, dims: dict[str, int] | None = None)
         outputs.append(ctx.env[index])
         output_names.append(ctx.tensor_names[index])
     graph = Graph("main", inputs, outputs, ctx.graph_nodes, output_names, source)
+    graph.quantization = io_quantization(ctx, graph)
     verify(graph)
     return graph

@@ -11,10 +11,14 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from iree_py.frontends.tflite.convt_ops import TFLITE_CONVT_CONVERTERS
+from iree_py.frontends.tflite.control_flow_ops import if_ as tflite_if, while_ as tflite_while
 from iree_py.frontends.tflite.indexing_ops import TFLITE_INDEXING_CONVERTERS
+from iree_py.frontends.tflite.logic_ops import TFLITE_LOGIC_CONVERTERS
 from iree_py.frontends.tflite.layout import NCHW_AXIS_OF_NHWC, from_nchw, nchw_operands, to_nchw
 from iree_py.frontends.tflite.quant_ops import converters as quant_converters
 from iree_py.frontends.tflite.resize_pad_ops import TFLITE_RESIZE_PAD_CONVERTERS
+from iree_py.frontends.tflite.state_ops import TFLITE_STATE_CONVERTERS
 from iree_py.frontends.tflite.schema.ActivationFunctionType import ActivationFunctionType as Act
 from iree_py.frontends.tflite.schema.AddOptions import AddOptionsT
 from iree_py.frontends.tflite.schema.BatchMatMulOptions import BatchMatMulOptionsT
@@ -32,6 +36,8 @@ from iree_py.frontends.tflite.schema.Pool2DOptions import Pool2DOptionsT
 from iree_py.frontends.tflite.schema.SoftmaxOptions import SoftmaxOptionsT
 from iree_py.frontends.tflite.schema.StridedSliceOptions import StridedSliceOptionsT
 from iree_py.frontends.tflite.schema.SubOptions import SubOptionsT
+from iree_py.frontends.tflite.tflite_ops import TFLITE_OPS_CONVERTERS
+from iree_py.frontends.tflite.quant_activations import quant_activation_converters
 from iree_py.ir.graph import Value
 
 if TYPE_CHECKING:
@@ -445,9 +451,17 @@ CONVERTERS: dict[int, Converter] = {
     **TFLITE_RESIZE_PAD_CONVERTERS,
     # -- recurrent: entries below this line --
     # -- convt: entries below this line --
+    **TFLITE_CONVT_CONVERTERS,
     # -- tflite_ops: entries below this line --
+    **TFLITE_OPS_CONVERTERS,
+    **quant_activation_converters({"SOFTMAX": softmax, "LOGISTIC": _unary("Sigmoid"), "TANH": _unary("Tanh")}),
     # -- int8_perf: entries below this line --
     # -- state: entries below this line --
+    **TFLITE_STATE_CONVERTERS,
     # -- dtypes2: entries below this line --
     # -- ops_misc: entries below this line --
+    # -- control_flow: entries below this line --
+    B.IF: tflite_if,
+    B.WHILE: tflite_while,
+    **TFLITE_LOGIC_CONVERTERS,
 }

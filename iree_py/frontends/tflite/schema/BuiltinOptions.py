@@ -22,18 +22,30 @@ class BuiltinOptions(object):
     DivOptions = 29
     SqueezeOptions = 30
     StridedSliceOptions = 32
+    SplitOptions = 35
     LogSoftmaxOptions = 36
+    CastOptions = 37
     DequantizeOptions = 38
     ArgMaxOptions = 40
     PadV2Options = 43
     SliceOptions = 48
+    TransposeConvOptions = 49
     ExpandDimsOptions = 52
     ArgMinOptions = 57
+    PackOptions = 59
+    UnpackOptions = 64
     ResizeNearestNeighborOptions = 74
     LeakyReluOptions = 75
     MirrorPadOptions = 77
+    SplitVOptions = 79
     HardSwishOptions = 91
+    IfOptions = 92
+    WhileOptions = 93
     BatchMatMulOptions = 101
+    CallOnceOptions = 103
+    VarHandleOptions = 111
+    ReadVariableOptions = 112
+    AssignVariableOptions = 113
     GeluOptions = 116
 
 def BuiltinOptionsCreator(unionType, table):
@@ -94,9 +106,15 @@ def BuiltinOptionsCreator(unionType, table):
     if unionType == BuiltinOptions().StridedSliceOptions:
         import iree_py.frontends.tflite.schema.StridedSliceOptions
         return iree_py.frontends.tflite.schema.StridedSliceOptions.StridedSliceOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().SplitOptions:
+        import iree_py.frontends.tflite.schema.SplitOptions
+        return iree_py.frontends.tflite.schema.SplitOptions.SplitOptionsT.InitFromBuf(table.Bytes, table.Pos)
     if unionType == BuiltinOptions().LogSoftmaxOptions:
         import iree_py.frontends.tflite.schema.LogSoftmaxOptions
         return iree_py.frontends.tflite.schema.LogSoftmaxOptions.LogSoftmaxOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().CastOptions:
+        import iree_py.frontends.tflite.schema.CastOptions
+        return iree_py.frontends.tflite.schema.CastOptions.CastOptionsT.InitFromBuf(table.Bytes, table.Pos)
     if unionType == BuiltinOptions().DequantizeOptions:
         import iree_py.frontends.tflite.schema.DequantizeOptions
         return iree_py.frontends.tflite.schema.DequantizeOptions.DequantizeOptionsT.InitFromBuf(table.Bytes, table.Pos)
@@ -109,12 +127,21 @@ def BuiltinOptionsCreator(unionType, table):
     if unionType == BuiltinOptions().SliceOptions:
         import iree_py.frontends.tflite.schema.SliceOptions
         return iree_py.frontends.tflite.schema.SliceOptions.SliceOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().TransposeConvOptions:
+        import iree_py.frontends.tflite.schema.TransposeConvOptions
+        return iree_py.frontends.tflite.schema.TransposeConvOptions.TransposeConvOptionsT.InitFromBuf(table.Bytes, table.Pos)
     if unionType == BuiltinOptions().ExpandDimsOptions:
         import iree_py.frontends.tflite.schema.ExpandDimsOptions
         return iree_py.frontends.tflite.schema.ExpandDimsOptions.ExpandDimsOptionsT.InitFromBuf(table.Bytes, table.Pos)
     if unionType == BuiltinOptions().ArgMinOptions:
         import iree_py.frontends.tflite.schema.ArgMinOptions
         return iree_py.frontends.tflite.schema.ArgMinOptions.ArgMinOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().PackOptions:
+        import iree_py.frontends.tflite.schema.PackOptions
+        return iree_py.frontends.tflite.schema.PackOptions.PackOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().UnpackOptions:
+        import iree_py.frontends.tflite.schema.UnpackOptions
+        return iree_py.frontends.tflite.schema.UnpackOptions.UnpackOptionsT.InitFromBuf(table.Bytes, table.Pos)
     if unionType == BuiltinOptions().ResizeNearestNeighborOptions:
         import iree_py.frontends.tflite.schema.ResizeNearestNeighborOptions
         return iree_py.frontends.tflite.schema.ResizeNearestNeighborOptions.ResizeNearestNeighborOptionsT.InitFromBuf(table.Bytes, table.Pos)
@@ -124,12 +151,33 @@ def BuiltinOptionsCreator(unionType, table):
     if unionType == BuiltinOptions().MirrorPadOptions:
         import iree_py.frontends.tflite.schema.MirrorPadOptions
         return iree_py.frontends.tflite.schema.MirrorPadOptions.MirrorPadOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().SplitVOptions:
+        import iree_py.frontends.tflite.schema.SplitVOptions
+        return iree_py.frontends.tflite.schema.SplitVOptions.SplitVOptionsT.InitFromBuf(table.Bytes, table.Pos)
     if unionType == BuiltinOptions().HardSwishOptions:
         import iree_py.frontends.tflite.schema.HardSwishOptions
         return iree_py.frontends.tflite.schema.HardSwishOptions.HardSwishOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().IfOptions:
+        import iree_py.frontends.tflite.schema.IfOptions
+        return iree_py.frontends.tflite.schema.IfOptions.IfOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().WhileOptions:
+        import iree_py.frontends.tflite.schema.WhileOptions
+        return iree_py.frontends.tflite.schema.WhileOptions.WhileOptionsT.InitFromBuf(table.Bytes, table.Pos)
     if unionType == BuiltinOptions().BatchMatMulOptions:
         import iree_py.frontends.tflite.schema.BatchMatMulOptions
         return iree_py.frontends.tflite.schema.BatchMatMulOptions.BatchMatMulOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().CallOnceOptions:
+        import iree_py.frontends.tflite.schema.CallOnceOptions
+        return iree_py.frontends.tflite.schema.CallOnceOptions.CallOnceOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().VarHandleOptions:
+        import iree_py.frontends.tflite.schema.VarHandleOptions
+        return iree_py.frontends.tflite.schema.VarHandleOptions.VarHandleOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().ReadVariableOptions:
+        import iree_py.frontends.tflite.schema.ReadVariableOptions
+        return iree_py.frontends.tflite.schema.ReadVariableOptions.ReadVariableOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().AssignVariableOptions:
+        import iree_py.frontends.tflite.schema.AssignVariableOptions
+        return iree_py.frontends.tflite.schema.AssignVariableOptions.AssignVariableOptionsT.InitFromBuf(table.Bytes, table.Pos)
     if unionType == BuiltinOptions().GeluOptions:
         import iree_py.frontends.tflite.schema.GeluOptions
         return iree_py.frontends.tflite.schema.GeluOptions.GeluOptionsT.InitFromBuf(table.Bytes, table.Pos)

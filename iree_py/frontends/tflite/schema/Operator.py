@@ -169,8 +169,11 @@ def End(builder):
 import iree_py.frontends.tflite.schema.AddOptions
 import iree_py.frontends.tflite.schema.ArgMaxOptions
 import iree_py.frontends.tflite.schema.ArgMinOptions
+import iree_py.frontends.tflite.schema.AssignVariableOptions
 import iree_py.frontends.tflite.schema.BatchMatMulOptions
 import iree_py.frontends.tflite.schema.BuiltinOptions
+import iree_py.frontends.tflite.schema.CallOnceOptions
+import iree_py.frontends.tflite.schema.CastOptions
 import iree_py.frontends.tflite.schema.ConcatenationOptions
 import iree_py.frontends.tflite.schema.Conv2DOptions
 import iree_py.frontends.tflite.schema.DepthwiseConv2DOptions
@@ -181,23 +184,32 @@ import iree_py.frontends.tflite.schema.FullyConnectedOptions
 import iree_py.frontends.tflite.schema.GatherOptions
 import iree_py.frontends.tflite.schema.GeluOptions
 import iree_py.frontends.tflite.schema.HardSwishOptions
+import iree_py.frontends.tflite.schema.IfOptions
 import iree_py.frontends.tflite.schema.LeakyReluOptions
 import iree_py.frontends.tflite.schema.LogSoftmaxOptions
 import iree_py.frontends.tflite.schema.MirrorPadOptions
 import iree_py.frontends.tflite.schema.MulOptions
+import iree_py.frontends.tflite.schema.PackOptions
 import iree_py.frontends.tflite.schema.PadOptions
 import iree_py.frontends.tflite.schema.PadV2Options
 import iree_py.frontends.tflite.schema.Pool2DOptions
+import iree_py.frontends.tflite.schema.ReadVariableOptions
 import iree_py.frontends.tflite.schema.ReducerOptions
 import iree_py.frontends.tflite.schema.ReshapeOptions
 import iree_py.frontends.tflite.schema.ResizeBilinearOptions
 import iree_py.frontends.tflite.schema.ResizeNearestNeighborOptions
 import iree_py.frontends.tflite.schema.SliceOptions
 import iree_py.frontends.tflite.schema.SoftmaxOptions
+import iree_py.frontends.tflite.schema.SplitOptions
+import iree_py.frontends.tflite.schema.SplitVOptions
 import iree_py.frontends.tflite.schema.SqueezeOptions
 import iree_py.frontends.tflite.schema.StridedSliceOptions
 import iree_py.frontends.tflite.schema.SubOptions
+import iree_py.frontends.tflite.schema.TransposeConvOptions
 import iree_py.frontends.tflite.schema.TransposeOptions
+import iree_py.frontends.tflite.schema.UnpackOptions
+import iree_py.frontends.tflite.schema.VarHandleOptions
+import iree_py.frontends.tflite.schema.WhileOptions
 try:
     from typing import List, Union
 except:
@@ -211,7 +223,7 @@ class OperatorT(object):
         self.inputs = None  # type: List[int]
         self.outputs = None  # type: List[int]
         self.builtinOptionsType = 0  # type: int
-        self.builtinOptions = None  # type: Union[None, iree_py.frontends.tflite.schema.Conv2DOptions.Conv2DOptionsT, iree_py.frontends.tflite.schema.DepthwiseConv2DOptions.DepthwiseConv2DOptionsT, iree_py.frontends.tflite.schema.Pool2DOptions.Pool2DOptionsT, iree_py.frontends.tflite.schema.FullyConnectedOptions.FullyConnectedOptionsT, iree_py.frontends.tflite.schema.SoftmaxOptions.SoftmaxOptionsT, iree_py.frontends.tflite.schema.ConcatenationOptions.ConcatenationOptionsT, iree_py.frontends.tflite.schema.AddOptions.AddOptionsT, iree_py.frontends.tflite.schema.ResizeBilinearOptions.ResizeBilinearOptionsT, iree_py.frontends.tflite.schema.ReshapeOptions.ReshapeOptionsT, iree_py.frontends.tflite.schema.MulOptions.MulOptionsT, iree_py.frontends.tflite.schema.PadOptions.PadOptionsT, iree_py.frontends.tflite.schema.GatherOptions.GatherOptionsT, iree_py.frontends.tflite.schema.TransposeOptions.TransposeOptionsT, iree_py.frontends.tflite.schema.ReducerOptions.ReducerOptionsT, iree_py.frontends.tflite.schema.SubOptions.SubOptionsT, iree_py.frontends.tflite.schema.DivOptions.DivOptionsT, iree_py.frontends.tflite.schema.SqueezeOptions.SqueezeOptionsT, iree_py.frontends.tflite.schema.StridedSliceOptions.StridedSliceOptionsT, iree_py.frontends.tflite.schema.LogSoftmaxOptions.LogSoftmaxOptionsT, iree_py.frontends.tflite.schema.DequantizeOptions.DequantizeOptionsT, iree_py.frontends.tflite.schema.ArgMaxOptions.ArgMaxOptionsT, iree_py.frontends.tflite.schema.PadV2Options.PadV2OptionsT, iree_py.frontends.tflite.schema.SliceOptions.SliceOptionsT, iree_py.frontends.tflite.schema.ExpandDimsOptions.ExpandDimsOptionsT, iree_py.frontends.tflite.schema.ArgMinOptions.ArgMinOptionsT, iree_py.frontends.tflite.schema.ResizeNearestNeighborOptions.ResizeNearestNeighborOptionsT, iree_py.frontends.tflite.schema.LeakyReluOptions.LeakyReluOptionsT, iree_py.frontends.tflite.schema.MirrorPadOptions.MirrorPadOptionsT, iree_py.frontends.tflite.schema.HardSwishOptions.HardSwishOptionsT, iree_py.frontends.tflite.schema.BatchMatMulOptions.BatchMatMulOptionsT, iree_py.frontends.tflite.schema.GeluOptions.GeluOptionsT]
+        self.builtinOptions = None  # type: Union[None, iree_py.frontends.tflite.schema.Conv2DOptions.Conv2DOptionsT, iree_py.frontends.tflite.schema.DepthwiseConv2DOptions.DepthwiseConv2DOptionsT, iree_py.frontends.tflite.schema.Pool2DOptions.Pool2DOptionsT, iree_py.frontends.tflite.schema.FullyConnectedOptions.FullyConnectedOptionsT, iree_py.frontends.tflite.schema.SoftmaxOptions.SoftmaxOptionsT, iree_py.frontends.tflite.schema.ConcatenationOptions.ConcatenationOptionsT, iree_py.frontends.tflite.schema.AddOptions.AddOptionsT, iree_py.frontends.tflite.schema.ResizeBilinearOptions.ResizeBilinearOptionsT, iree_py.frontends.tflite.schema.ReshapeOptions.ReshapeOptionsT, iree_py.frontends.tflite.schema.MulOptions.MulOptionsT, iree_py.frontends.tflite.schema.PadOptions.PadOptionsT, iree_py.frontends.tflite.schema.GatherOptions.GatherOptionsT, iree_py.frontends.tflite.schema.TransposeOptions.TransposeOptionsT, iree_py.frontends.tflite.schema.ReducerOptions.ReducerOptionsT, iree_py.frontends.tflite.schema.SubOptions.SubOptionsT, iree_py.frontends.tflite.schema.DivOptions.DivOptionsT, iree_py.frontends.tflite.schema.SqueezeOptions.SqueezeOptionsT, iree_py.frontends.tflite.schema.StridedSliceOptions.StridedSliceOptionsT, iree_py.frontends.tflite.schema.SplitOptions.SplitOptionsT, iree_py.frontends.tflite.schema.LogSoftmaxOptions.LogSoftmaxOptionsT, iree_py.frontends.tflite.schema.CastOptions.CastOptionsT, iree_py.frontends.tflite.schema.DequantizeOptions.DequantizeOptionsT, iree_py.frontends.tflite.schema.ArgMaxOptions.ArgMaxOptionsT, iree_py.frontends.tflite.schema.PadV2Options.PadV2OptionsT, iree_py.frontends.tflite.schema.SliceOptions.SliceOptionsT, iree_py.frontends.tflite.schema.TransposeConvOptions.TransposeConvOptionsT, iree_py.frontends.tflite.schema.ExpandDimsOptions.ExpandDimsOptionsT, iree_py.frontends.tflite.schema.ArgMinOptions.ArgMinOptionsT, iree_py.frontends.tflite.schema.PackOptions.PackOptionsT, iree_py.frontends.tflite.schema.UnpackOptions.UnpackOptionsT, iree_py.frontends.tflite.schema.ResizeNearestNeighborOptions.ResizeNearestNeighborOptionsT, iree_py.frontends.tflite.schema.LeakyReluOptions.LeakyReluOptionsT, iree_py.frontends.tflite.schema.MirrorPadOptions.MirrorPadOptionsT, iree_py.frontends.tflite.schema.SplitVOptions.SplitVOptionsT, iree_py.frontends.tflite.schema.HardSwishOptions.HardSwishOptionsT, iree_py.frontends.tflite.schema.IfOptions.IfOptionsT, iree_py.frontends.tflite.schema.WhileOptions.WhileOptionsT, iree_py.frontends.tflite.schema.BatchMatMulOptions.BatchMatMulOptionsT, iree_py.frontends.tflite.schema.CallOnceOptions.CallOnceOptionsT, iree_py.frontends.tflite.schema.VarHandleOptions.VarHandleOptionsT, iree_py.frontends.tflite.schema.ReadVariableOptions.ReadVariableOptionsT, iree_py.frontends.tflite.schema.AssignVariableOptions.AssignVariableOptionsT, iree_py.frontends.tflite.schema.GeluOptions.GeluOptionsT]
         self.customOptions = None  # type: List[int]
 
     @classmethod

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from iree_py.ir.graph import Value
+from iree_py.ir.types import DType
 
 if TYPE_CHECKING:
     from iree_py.frontends.onnx import OnnxContext
@@ -200,15 +201,30 @@ def trilu(ctx: "OnnxContext") -> list[Value]:
     x = ctx.input(0)
     if x.type.rank < 2:
         raise ctx.error(f"input {x.type} must have rank >= 2")
-    k = int(ctx.const_input(1, "k").reshape(-1)[0]) if ctx.has_input(1) else 0
     rows, cols = _shape(x)[-2:]
     offset = np.arange(cols)[None, :] - np.arange(rows)[:, None]
+    if ctx.has_input(1) and not ctx.input(1).is_const:
+        return [_trilu_of_runtime_k(ctx, x, offset)]
+    k = int(ctx.const_input(1, "k").reshape(-1)[0]) if ctx.has_input(1) else 0
     keep = offset >= k if int(ctx.attr("upper", 1)) else offset <= k
     keep = np.broadcast_to(keep, _shape(x))
     if keep.all():
         return [x]
     source = np.where(keep, np.arange(x.type.num_elements).reshape(_shape(x)), -1)
     return [_select_or_zero(ctx, x, source)]
+
+
+def _trilu_of_runtime_k(ctx: "OnnxContext", x: Value, offset: np.ndarray) -> Value:
+    """Trilu with k computed at run time: keep = (col - row >= k) for upper, (<= k) for lower,
+    compared elementwise with the constant offsets; the shape does not depend on k."""
+    k = ctx.input(1)
+    if k.type.dtype != DType.i64 or k.type.num_elements != 1:
+        raise ctx.error(f"k must be one int64, got {k.type}")
+    k = _reshape(ctx, k, ())
+    compare = "GreaterOrEqual" if int(ctx.attr("upper", 1)) else "LessOrEqual"
+    keep = ctx.emit(compare, [ctx.const(offset.astype(np.int64), "trilu_offsets"), k])
+    zero = ctx.const(np.zeros((), x.type.dtype.numpy), "zero")
+    return ctx.emit("Where", [keep, x, zero], out=0)
 
 
 def compress(ctx: "OnnxContext") -> list[Value]:

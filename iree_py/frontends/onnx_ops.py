@@ -261,17 +261,30 @@ def batch_norm(ctx: "OnnxContext") -> list[Value]:
         raise ctx.bad_attr("spatial", ctx.attr("spatial"), "only spatial=1 (per-channel) BatchNormalization")
     if int(ctx.attr("training_mode", 0)) != 0:
         raise ctx.bad_attr("training_mode", 1, "training-mode BatchNormalization")
-    for i in range(1, 5):
-        ctx.const_input(i, ["", "scale", "bias", "mean", "var"][i])
     x = ctx.input(0)
     if x.type.rank < 2:
         raise ctx.error(f"input {x.type} must have rank >= 2")
     params = [ctx.input(i) for i in range(1, 5)]
+    if not all(p.is_const for p in params):
+        return [_batch_norm_of_runtime_params(ctx, x, params)]
     for i, p in enumerate(params, start=1):
         if p.type.rank != 1:
             params[i - 1] = _reshape(ctx, p, (p.type.num_elements,))
     attrs = {"epsilon": float(ctx.attr("epsilon", 1e-5))}
     return [ctx.emit("BatchNormalization", [x, *params], attrs, out=0)]
+
+
+def _batch_norm_of_runtime_params(ctx: "OnnxContext", x: Value, params: list[Value]) -> Value:
+    """y = (x - mean) * (scale / sqrt(var + epsilon)) + bias with parameters computed at run time
+    (or passed as inputs): elementwise ops over the channel axis (constant ones fold into the
+    BatchNormalization op instead)."""
+    channel_shape = (x.type.shape[1], *([1] * (x.type.rank - 2)))
+    scale, bias, mean, var = (_reshape(ctx, p, channel_shape) for p in params)
+    if any(p.type.dtype != x.type.dtype for p in params):
+        raise ctx.error(f"parameters {[str(p.type) for p in params]} must have the input's type {x.type.dtype.value}")
+    eps = ctx.const(np.array(float(ctx.attr("epsilon", 1e-5)), x.type.dtype.numpy), "epsilon")
+    gain = ctx.emit("Div", [scale, ctx.emit("Sqrt", [ctx.emit("Add", [var, eps])])])
+    return ctx.emit("Add", [ctx.emit("Mul", [ctx.emit("Sub", [x, mean]), gain]), bias], out=0)
 
 
 def lrn(ctx: "OnnxContext") -> list[Value]:

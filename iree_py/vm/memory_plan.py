@@ -1,6 +1,7 @@
 """Static memory planning: every intermediate tensor gets an offset in one arena.
 
-Some nodes need no kernel, because their result is a view of other storage:
+Some nodes need no kernel: a node whose results are all empty, and nodes whose result is a view
+of other storage:
 - a Reshape's result is its input's bytes;
 - a Concat whose inputs are all kernel results and whose slices are contiguous (every dim before
   the axis is 1) is done in place: each input is computed straight into its slice of the output,
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.ops_control_flow import bodies
+from iree_py.ir.ops_state import STATE_OPS
 
 ALIGNMENT = 64
 
@@ -110,6 +112,9 @@ def plan_memory(graph: Graph) -> MemoryPlanResult:
             continue
         for out in node.outputs:
             storages[id(out)] = Storage(out.name, _align(out.type.num_bytes), index, index)
+        if all(out.type.num_elements == 0 for out in node.outputs) and node.op not in STATE_OPS:
+            elided.add(id(node))  # nothing to compute: the results are empty (module state ops still copy)
+            continue
         if node.op == "Concat" and _concat_in_place(node, storages, parent):
             elided.add(id(node))
         if bodies(node):

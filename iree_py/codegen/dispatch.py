@@ -28,7 +28,7 @@ DIRECT_KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     "Conv": ("conv2d", ("strides", "pads", "dilations", "group")),
     "MatMul": ("matmul", ()),
     "MaxPool": ("maxpool", ("kernel", "strides", "pads", "dilations", "ceil_mode")),
-    "AveragePool": ("avgpool", ("kernel", "strides", "pads", "ceil_mode", "count_include_pad")),
+    "AveragePool": ("avgpool", ("kernel", "strides", "pads", "ceil_mode", "count_include_pad", "dilations")),
     "GlobalAveragePool": ("globalavgpool", ()),
     "Softmax": ("softmax", ("axis",)),
     "LogSoftmax": ("logsoftmax", ("axis",)),

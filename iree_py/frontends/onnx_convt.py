@@ -172,7 +172,7 @@ def pool_1d_3d(ctx: "OnnxContext", op: str) -> list[Value]:
         raise ctx.error("the Indices output of MaxPool is not supported")
     if op == "MaxPool":
         return _pool_2d(ctx, op, {}, dilated=True)
-    return _pool_2d(ctx, op, {"count_include_pad": int(ctx.attr("count_include_pad", 0))}, dilated=False)
+    return _pool_2d(ctx, op, {"count_include_pad": int(ctx.attr("count_include_pad", 0))}, dilated=True)
 
 
 def _spatial_axes(ctx: "OnnxContext", x: Value) -> list[int]:

@@ -126,11 +126,10 @@ def _pool(ctx: "OnnxContext", op: str) -> list[Value]:
     kernel = [int(k) for k in ctx.attr("kernel_shape", [])]
     if len(kernel) != 2 or x.type.rank != 4:
         raise ctx.error(f"only 2-D pooling on rank-4 input is supported (kernel_shape {kernel}, input {x.type})")
-    attrs = _window_attrs(ctx, x, kernel, allow_dilations=(op == "MaxPool"))
+    attrs = _window_attrs(ctx, x, kernel, allow_dilations=True)
     attrs["kernel"] = kernel
     attrs["ceil_mode"] = int(ctx.attr("ceil_mode", 0))
     if op == "AveragePool":
-        del attrs["dilations"]
         attrs["count_include_pad"] = int(ctx.attr("count_include_pad", 0))
     return [ctx.emit(op, [x], attrs, out=0)]
 

@@ -197,7 +197,7 @@ _DEFS = [
       for op in ("Pow", "Min", "Max", "PRelu", "Mod")),
     OpDef("MaxPool", ("ceil_mode", "dilations", "kernel", "pads", "strides"), 1, 1, pool_rule,
           dtypes=frozenset({DType.f32, DType.i8, DType.u8})),  # quant: max commutes with the affine map
-    OpDef("AveragePool", ("ceil_mode", "count_include_pad", "kernel", "pads", "strides"), 1, 1, pool_rule),
+    OpDef("AveragePool", ("ceil_mode", "count_include_pad", "dilations", "kernel", "pads", "strides"), 1, 1, pool_rule),
     OpDef("GlobalAveragePool", (), 1, 1, _global_pool),
     OpDef("BatchNormalization", ("epsilon",), 5, 5, _batchnorm),
     OpDef("LRN", ("alpha", "beta", "bias", "size"), 1, 1, _same),

@@ -96,7 +96,8 @@ def average_pool(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
     out_hw = _pool_out_hw(x, attrs)
     ext = _pool_padded_extent(x, attrs, out_hw)
     xp = np.ascontiguousarray(_pad_nchw(x.astype(np.float64), ext, 0.0))
-    win = _windows(xp, tuple(attrs["kernel"]), attrs["strides"], [1, 1], out_hw)
+    dilations = attrs["dilations"]
+    win = _windows(xp, tuple(attrs["kernel"]), attrs["strides"], dilations, out_hw)
     sums = win.sum(axis=(4, 5))
     pads = attrs["pads"]
     h, w = x.shape[2], x.shape[3]
@@ -105,7 +106,7 @@ def average_pool(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
     else:
         mask = _pad_nchw(np.ones((1, 1, h, w)), pads, 0.0)
     mask = np.ascontiguousarray(_pad_nchw(mask, [0, 0, ext[2] - pads[2], ext[3] - pads[3]], 0.0))
-    counts = _windows(mask, tuple(attrs["kernel"]), attrs["strides"], [1, 1], out_hw).sum(axis=(4, 5))
+    counts = _windows(mask, tuple(attrs["kernel"]), attrs["strides"], dilations, out_hw).sum(axis=(4, 5))
     return (sums / counts).astype(x.dtype)
 
 

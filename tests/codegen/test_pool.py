@@ -21,7 +21,7 @@ def _cases():
         if any(p >= k for p, k in zip(pads, kernel + kernel)):
             continue  # ONNX requires pads smaller than the kernel
         extras = [{"dilations": (1, 1)}, {"dilations": (2, 1)}] if kind == "maxpool" else \
-                 [{"count_include_pad": 0}, {"count_include_pad": 1}]
+                 [{"count_include_pad": c, "dilations": d} for c in (0, 1) for d in ((1, 1), (2, 1))]
         for extra in extras:
             yield kind, {"kernel": kernel, "strides": strides, "pads": pads, "ceil_mode": ceil_mode, **extra}
 
@@ -33,9 +33,8 @@ def test_window_pools_match_onnxruntime() -> None:
     for k, (kind, attrs) in enumerate(_cases()):
         onnx_attrs = {"kernel_shape": list(attrs["kernel"]), "strides": list(attrs["strides"]),
                       "pads": list(attrs["pads"]), "ceil_mode": attrs["ceil_mode"]}
-        if kind == "maxpool":
-            onnx_attrs["dilations"] = list(attrs["dilations"])
-        else:
+        onnx_attrs["dilations"] = list(attrs["dilations"])
+        if kind == "avgpool":
             onnx_attrs["count_include_pad"] = attrs["count_include_pad"]
         want = run_onnx_op("MaxPool" if kind == "maxpool" else "AveragePool", {"x": x}, **onnx_attrs)
         specs.append(KernelSpec(f"pool{k}", kind, (f32(*x.shape),), (f32(*want.shape),), attrs))

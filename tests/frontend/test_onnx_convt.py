@@ -87,6 +87,8 @@ def test_pool_1d(op: str, attrs: dict) -> None:
     ("AveragePool", {"kernel_shape": [3, 2, 2], "pads": [1, 0, 1, 1, 1, 0], "count_include_pad": 1}),
     ("AveragePool", {"kernel_shape": [2, 2, 3], "auto_pad": "SAME_LOWER", "strides": [2, 2, 2]}),
     ("AveragePool", {"kernel_shape": [2, 3, 2], "pads": [1, 1, 0, 0, 1, 1], "ceil_mode": 1, "strides": [2, 2, 2]}),
+    ("AveragePool", {"kernel_shape": [2, 2, 2], "dilations": [2, 1, 2], "ceil_mode": 1, "strides": [2, 2, 1],
+                     "pads": [1, 0, 1, 1, 1, 0], "count_include_pad": 1}),
     ("LpPool", {"kernel_shape": [2, 2, 2], "strides": [1, 2, 2], "pads": [0, 1, 0, 1, 0, 0], "p": 3}),
 ])
 def test_pool_3d(op: str, attrs: dict) -> None:
@@ -99,7 +101,6 @@ def test_pool_3d(op: str, attrs: dict) -> None:
     ("ConvTranspose", (1, 2, 4, 4), {"auto_pad": "SOMETIMES"}, "auto_pad"),
     ("ConvTranspose", (1, 2, 4, 4), {"output_padding": [1]}, "output_padding"),
     ("LpPool", (1, 2, 4, 4), {"kernel_shape": [2, 2], "p": 0}, "p=0"),
-    ("AveragePool", (1, 2, 4, 4, 4), {"kernel_shape": [2, 2, 2], "dilations": [2, 2, 2]}, "dilations"),
 ])
 def test_unsupported_is_refused(op: str, x_shape: tuple[int, ...], attrs: dict, message: str) -> None:
     inputs = ["x", "w"] if op == "ConvTranspose" else ["x"]

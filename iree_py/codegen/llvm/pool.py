@@ -63,7 +63,7 @@ def _build_window_pool(spec: KernelSpec, module: ir.Module, target) -> KernelInf
     x_shape, _ = _check_io(spec)
     if len(x_shape) != 4:
         raise ValueError(f"{spec.kind} kernel {spec.name}: only 2-D pooling (NCHW) is supported, got {x_shape}")
-    win = Window.of(spec, dilated=spec.kind in ("maxpool", "lppool"))
+    win = Window.of(spec, dilated=spec.kind in ("maxpool", "lppool", "avgpool"))
     include_pad = int(spec.attrs.get("count_include_pad", 0))
     p = int(spec.attrs.get("p", 2))
 

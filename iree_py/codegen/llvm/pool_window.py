@@ -91,13 +91,26 @@ def for_each_window(b: ir.IRBuilder, plane: ir.Value, win: Window, start: ir.Val
 
 
 def window_count(b: ir.IRBuilder, win: Window, at: WindowAt, include_pad: int) -> ir.Value:
-    """Elements an average divides by (i64): the window clipped to the padded input
-    (count_include_pad=1; the ceil_mode overhang does not count) or to the input itself."""
-    (kh, kw), zero = win.kernel, const_i64(0)
+    """Elements an average divides by (i64): the window's taps inside the padded input
+    (count_include_pad=1; the ceil_mode overhang does not count) or inside the input itself."""
     if include_pad:
-        rows = b.sub(min_index(b, b.add(at.top, const_i64(kh)), const_i64(win.h + win.pads[2])), at.top)
-        cols = b.sub(min_index(b, b.add(at.left, const_i64(kw)), const_i64(win.w + win.pads[3])), at.left)
+        low, high = (-win.pads[0], -win.pads[1]), (win.h + win.pads[2], win.w + win.pads[3])
     else:
-        rows = b.sub(min_index(b, b.add(at.top, const_i64(kh)), const_i64(win.h)), max_index(b, at.top, zero))
-        cols = b.sub(min_index(b, b.add(at.left, const_i64(kw)), const_i64(win.w)), max_index(b, at.left, zero))
+        low, high = (0, 0), (win.h, win.w)
+    rows = _taps_inside(b, at.top, win.kernel[0], win.dilations[0], low[0], high[0])
+    cols = _taps_inside(b, at.left, win.kernel[1], win.dilations[1], low[1], high[1])
     return b.mul(rows, cols)
+
+
+def _taps_inside(b: ir.IRBuilder, start: ir.Value, kernel: int, dilation: int, low: int, high: int) -> ir.Value:
+    """How many of the taps start + i * dilation (0 <= i < kernel) lie in [low, high): from
+    ceil((low - start) / dilation) to ceil((high - start) / dilation), clipped to [0, kernel]. The
+    numerators are clamped at 0 first, so the (truncating) division only sees non-negative values."""
+    zero, d = const_i64(0), const_i64(dilation)
+
+    def ceil_taps(bound: int) -> ir.Value:
+        gap = max_index(b, b.sub(const_i64(bound), start), zero)
+        return b.sdiv(b.add(gap, const_i64(dilation - 1)), d)
+    first = ceil_taps(low)
+    end = min_index(b, ceil_taps(high), const_i64(kernel))
+    return max_index(b, b.sub(end, first), zero)

@@ -152,9 +152,9 @@ def _pool(op: str) -> Converter:
         strides = _strides(ctx, opts)
         pads = _pads(ctx, opts.padding, _shape(xn)[2:], kernel, strides, (1, 1))
         attrs = {"kernel": list(kernel), "strides": list(strides), "pads": pads, "ceil_mode": 0}
-        if op == "MaxPool":
+        if op in ("MaxPool", "AveragePool"):
             attrs["dilations"] = [1, 1]
-        else:
+        if op != "MaxPool":
             attrs["count_include_pad"] = 0  # TFLite averages over the pixels inside the input
         return _nhwc_result(ctx, ctx.emit(op, [xn], attrs), opts.fusedActivationFunction)
     return convert

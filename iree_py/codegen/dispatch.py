@@ -28,6 +28,7 @@ DIRECT_KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     "Conv": ("conv2d", ("strides", "pads", "dilations", "group")),
     "MatMul": ("matmul", ()),
     "MaxPool": ("maxpool", ("kernel", "strides", "pads", "dilations", "ceil_mode")),
+    "MaxPoolIndices": ("maxpool_index", ("kernel", "strides", "pads", "dilations", "ceil_mode", "storage_order")),
     "AveragePool": ("avgpool", ("kernel", "strides", "pads", "ceil_mode", "count_include_pad", "dilations")),
     "GlobalAveragePool": ("globalavgpool", ()),
     "Softmax": ("softmax", ("axis",)),

@@ -20,7 +20,9 @@ from iree_py.ir.types import DType, TensorType
 #   elementwise   inputs broadcast numpy-style to the output shape; attrs["expr"] is an Expr
 #                 (any dtype per step: ExprStep.dtype)
 #   maxpool       X[N,C,H,W]; attrs kernel[2], strides[2], pads[4], dilations[2], ceil_mode (0/1)
-#   avgpool       as maxpool without dilations, plus count_include_pad (0/1)
+#   maxpool_index as maxpool, plus storage_order (0/1); output i64: the flat index in X of each
+#                 window's first maximum (ONNX MaxPool's Indices)
+#   avgpool       as maxpool, plus count_include_pad (0/1)
 #   globalavgpool X[N,C,...] -> Y[N,C,1,...]
 #   softmax       attrs axis (>= 0): softmax over that one axis
 #   logsoftmax    attrs axis (>= 0): x - max - log(sum(exp(x - max))) over that one axis
@@ -74,7 +76,7 @@ from iree_py.ir.types import DType, TensorType
 #   lppool        as maxpool (dilations too) plus p (integer >= 1): (sum of |x|^p over the window)^(1/p)
 #   qconv_transpose as conv_transpose (2-D) on i8/u8 X, W with optional i32 bias[M], plus the requantization attrs
 KERNEL_KINDS = (
-    "conv2d", "matmul", "elementwise", "maxpool", "avgpool", "globalavgpool", "softmax",
+    "conv2d", "matmul", "elementwise", "maxpool", "maxpool_index", "avgpool", "globalavgpool", "softmax",
     "logsoftmax", "hardmax", "reduce", "lrn", "transpose", "slice", "concat",
     # -- dtypes: entries below this line --
     # -- nn: entries below this line --

@@ -169,7 +169,7 @@ def lp_pool(ctx: "OnnxContext") -> list[Value]:
 def pool_1d_3d(ctx: "OnnxContext", op: str) -> list[Value]:
     """ONNX MaxPool / AveragePool on [N, C, L] or [N, C, D, H, W] (onnx_ops.py converts the 2-D ones)."""
     if ctx.output_used(1):
-        raise ctx.error("the Indices output of MaxPool is not supported")
+        raise ctx.error("the Indices output of a 1-D or 3-D MaxPool is not supported (2-D is)")
     if op == "MaxPool":
         return _pool_2d(ctx, op, {}, dilated=True)
     return _pool_2d(ctx, op, {"count_include_pad": int(ctx.attr("count_include_pad", 0))}, dilated=True)

@@ -121,8 +121,6 @@ def _pool(ctx: "OnnxContext", op: str) -> list[Value]:
     x = ctx.input(0)
     if x.type.rank in (3, 5):
         return pool_1d_3d(ctx, op)  # convt: as 2-D
-    if ctx.output_used(1):
-        raise ctx.error("the Indices output of MaxPool is not supported")
     kernel = [int(k) for k in ctx.attr("kernel_shape", [])]
     if len(kernel) != 2 or x.type.rank != 4:
         raise ctx.error(f"only 2-D pooling on rank-4 input is supported (kernel_shape {kernel}, input {x.type})")
@@ -131,6 +129,9 @@ def _pool(ctx: "OnnxContext", op: str) -> list[Value]:
     attrs["ceil_mode"] = int(ctx.attr("ceil_mode", 0))
     if op == "AveragePool":
         attrs["count_include_pad"] = int(ctx.attr("count_include_pad", 0))
+    if op == "MaxPool" and ctx.output_used(1):
+        indices = ctx.emit("MaxPoolIndices", [x], {**attrs, "storage_order": int(ctx.attr("storage_order", 0))}, out=1)
+        return [ctx.emit(op, [x], attrs, out=0) if ctx.output_used(0) else None, indices]
     return [ctx.emit(op, [x], attrs, out=0)]
 
 

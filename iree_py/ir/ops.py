@@ -197,6 +197,10 @@ _DEFS = [
       for op in ("Pow", "Min", "Max", "PRelu", "Mod")),
     OpDef("MaxPool", ("ceil_mode", "dilations", "kernel", "pads", "strides"), 1, 1, pool_rule,
           dtypes=frozenset({DType.f32, DType.i8, DType.u8})),  # quant: max commutes with the affine map
+    # The Indices output of ONNX MaxPool: the flat index in X of each window's first maximum
+    # (storage_order 0: row-major over N, C, H, W; 1: H and W swapped, column-major per plane).
+    OpDef("MaxPoolIndices", ("ceil_mode", "dilations", "kernel", "pads", "storage_order", "strides"), 1, 1,
+          lambda inputs, attrs: [TensorType(DType.i64, t.shape) for t in pool_rule(inputs, attrs)]),
     OpDef("AveragePool", ("ceil_mode", "count_include_pad", "dilations", "kernel", "pads", "strides"), 1, 1, pool_rule),
     OpDef("GlobalAveragePool", (), 1, 1, _global_pool),
     OpDef("BatchNormalization", ("epsilon",), 5, 5, _batchnorm),

@@ -81,6 +81,23 @@ def _pool_out_hw(x: np.ndarray, attrs: dict[str, Any]) -> tuple[int, int]:
             pool_output_size(x.shape[3], kw, s[1], p[1], p[3], d[1], attrs["ceil_mode"]))
 
 
+def max_pool_indices(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    """The flat index in X of each window's first maximum (padding never wins)."""
+    x = ins[0]
+    n, c, h, w = x.shape
+    out_hw = _pool_out_hw(x, attrs)
+    ext = _pool_padded_extent(x, attrs, out_hw)
+    plane = np.arange(h * w).reshape(h, w) if not attrs["storage_order"] else np.arange(h * w).reshape(w, h).T
+    flat = (np.arange(n * c).reshape(n, c, 1, 1) * (h * w) + plane).astype(np.float64)
+    xp = np.ascontiguousarray(_pad_nchw(x.astype(np.float64), ext, -np.inf))
+    ip = np.ascontiguousarray(_pad_nchw(flat, ext, -1.0))
+    kernel, strides, dilations = tuple(attrs["kernel"]), attrs["strides"], attrs["dilations"]
+    values = _windows(xp, kernel, strides, dilations, out_hw).reshape(n, c, *out_hw, -1)
+    indices = _windows(ip, kernel, strides, dilations, out_hw).reshape(n, c, *out_hw, -1)
+    first = values.argmax(axis=-1)[..., None]
+    return np.take_along_axis(indices, first, axis=-1)[..., 0].astype(np.int64)
+
+
 def max_pool(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
     x = ins[0]
     out_hw = _pool_out_hw(x, attrs)
@@ -252,6 +269,7 @@ KERNELS: dict[str, Kernel] = {
     "LeakyRelu": lambda ins, a: np.where(ins[0] >= 0, ins[0], ins[0] * a["alpha"]).astype(ins[0].dtype),
     "Clip": lambda ins, a: np.minimum(np.maximum(ins[0], a["min"]), a["max"]).astype(ins[0].dtype),
     "MaxPool": max_pool,
+    "MaxPoolIndices": max_pool_indices,
     "AveragePool": average_pool,
     "GlobalAveragePool": lambda ins, a: ins[0].mean(axis=tuple(range(2, ins[0].ndim)), keepdims=True,
                                                     dtype=np.float64).astype(ins[0].dtype),

@@ -5,7 +5,12 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import onnxruntime as ort
+import pytest
 
+from onnx import TensorProto, helper
+
+import iree_py
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm.jit import run_kernels
 from tests.codegen.conftest import assert_close, f32, run_onnx_op
@@ -53,3 +58,24 @@ def test_global_avgpool() -> None:
     for x, (got,) in zip(xs, run_kernels(specs, [[x] for x in xs])):
         want = x.mean(axis=tuple(range(2, x.ndim)), keepdims=True, dtype=np.float64)
         assert_close(got, want, 1e-6, str(x.shape))
+
+
+@pytest.mark.parametrize("attrs", [
+    {"kernel_shape": [2, 2], "strides": [2, 2]},
+    {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "storage_order": 1},
+    {"kernel_shape": [3, 2], "strides": [2, 1], "dilations": [2, 1], "ceil_mode": 1, "pads": [1, 0, 0, 1]},
+])
+def test_maxpool_indices_match_onnxruntime(attrs) -> None:
+    """ONNX MaxPool's Indices (MaxPoolIndices, kernel maxpool_index) compiled for the host: the flat
+    index of each window's first maximum, in both storage orders; ties (rounded inputs) included."""
+    x = np.round(np.random.default_rng(1).standard_normal((2, 3, 7, 6)) * 2).astype(np.float32)  # many ties
+    graph = helper.make_graph([helper.make_node("MaxPool", ["x"], ["y", "i"], **attrs)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("i", TensorProto.INT64, None)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+    m.ir_version = 8
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = iree_py.load(iree_py.compile(m.SerializeToString(), target="host")).main.call(x)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

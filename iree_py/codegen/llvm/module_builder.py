@@ -25,6 +25,7 @@ KERNEL_BUILDERS: dict[str, str] = {
     "matmul": "matmul:build",
     "elementwise": "elementwise:build",
     "maxpool": "pool:build",
+    "maxpool_index": "pool:build",
     "avgpool": "pool:build",
     "globalavgpool": "pool:build",
     "softmax": "softmax:build",

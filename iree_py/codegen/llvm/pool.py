@@ -11,7 +11,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import (F32, I32, begin_kernel, const_i64, lanes_f32, load_f32, splat, static_shape,
+from iree_py.codegen.llvm.common import (F32, I32, I64, begin_kernel, const_i64, element_ptr, lanes_f32, load_f32, splat, static_shape,
                                          store_f32)
 from iree_py.codegen.llvm.math import fmax
 from iree_py.codegen.llvm.math_core import emit_pow, fabs, fsqrt
@@ -20,10 +20,10 @@ from iree_py.codegen.llvm.reduce import reduce_row
 from iree_py.ir.types import DType
 
 
-def _check_io(spec: KernelSpec) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _check_io(spec: KernelSpec, out_dtype: DType = DType.f32) -> tuple[tuple[int, ...], tuple[int, ...]]:
     if len(spec.inputs) != 1 or len(spec.outputs) != 1:
         raise ValueError(f"{spec.kind} kernel {spec.name}: expects 1 input and 1 output")
-    if spec.inputs[0].dtype != DType.f32 or spec.outputs[0].dtype != DType.f32:
+    if spec.inputs[0].dtype != DType.f32 or spec.outputs[0].dtype != out_dtype:
         raise ValueError(f"{spec.kind} kernel {spec.name}: only f32 is supported, got {spec.inputs[0]}")
     x = static_shape(spec.inputs[0], f"{spec.kind} kernel {spec.name} input")
     y = static_shape(spec.outputs[0], f"{spec.kind} kernel {spec.name} output")
@@ -95,6 +95,39 @@ def _build_window_pool(spec: KernelSpec, module: ir.Module, target) -> KernelInf
     return KernelInfo(spec.name, (n * c, 1, 1), (), (spec.inputs[0].num_bytes, spec.outputs[0].num_bytes))
 
 
+def _build_max_index(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
+    """Each window's first maximum's flat index in X: the accumulator is {max, index}, a tap
+    replaces it only when strictly greater (row-major index; storage_order 1 swaps H and W)."""
+    x_shape, _ = _check_io(spec, DType.i64)
+    win = Window.of(spec, dilated=True)
+    column_major = int(spec.attrs.get("storage_order", 0))
+    kb = begin_kernel(module, spec.name, target)
+    b = kb.builder
+    src, dst = kb.binding(0), kb.binding(1)
+    pair = ir.LiteralStructType([F32, I64])
+
+    def combine(acc: ir.Value, index: ir.Value) -> ir.Value:
+        v = load_f32(b, src, index)
+        greater = b.fcmp_ordered(">", v, b.extract_value(acc, 0))
+        acc = b.insert_value(acc, b.select(greater, v, b.extract_value(acc, 0)), 0)
+        return b.insert_value(acc, b.select(greater, index, b.extract_value(acc, 1)), 1)
+
+    def finish(result: ir.Value, at: WindowAt) -> None:
+        index = b.extract_value(result, 1)
+        if column_major:  # plane base + w * H + h
+            plane_size = const_i64(win.h * win.w)
+            offset = b.srem(index, plane_size)
+            h, w = b.sdiv(offset, const_i64(win.w)), b.srem(offset, const_i64(win.w))
+            index = b.add(b.sub(index, offset), b.add(b.mul(w, const_i64(win.h)), h))
+        b.store(index, element_ptr(b, dst, at.out_index, I64))
+
+    start = ir.Constant(pair, [ir.Constant(F32, float("-inf")), ir.Constant(I64, 0)])
+    for_each_window(b, kb.workgroup_id_index(0), win, start, combine, finish)
+    kb.finish()
+    n, c = x_shape[:2]
+    return KernelInfo(spec.name, (n * c, 1, 1), (), (spec.inputs[0].num_bytes, spec.outputs[0].num_bytes))
+
+
 def _build_global_avg(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
     x_shape, y_shape = _check_io(spec)
     if any(d != 1 for d in y_shape[2:]):
@@ -122,6 +155,8 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
         return _build_global_avg(spec, module, target)
     if spec.kind in ("maxpool", "avgpool", "lppool"):
         return _build_window_pool(spec, module, target)
+    if spec.kind == "maxpool_index":
+        return _build_max_index(spec, module, target)
     raise ValueError(f"pool kernel {spec.name}: unsupported kind {spec.kind!r}")
 
 

@@ -15,6 +15,7 @@ from iree_py.frontends.tflite.convt_ops import TFLITE_CONVT_CONVERTERS
 from iree_py.frontends.tflite.control_flow_ops import if_ as tflite_if, while_ as tflite_while
 from iree_py.frontends.tflite.indexing_ops import TFLITE_INDEXING_CONVERTERS
 from iree_py.frontends.tflite.logic_ops import TFLITE_LOGIC_CONVERTERS
+from iree_py.frontends.tflite.fully_connected import fully_connected_rows
 from iree_py.frontends.tflite.layout import NCHW_AXIS_OF_NHWC, from_nchw, nchw_operands, to_nchw
 from iree_py.frontends.tflite.quant_ops import converters as quant_converters
 from iree_py.frontends.tflite.resize_pad_ops import TFLITE_RESIZE_PAD_CONVERTERS
@@ -27,7 +28,6 @@ from iree_py.frontends.tflite.schema.ConcatenationOptions import ConcatenationOp
 from iree_py.frontends.tflite.schema.Conv2DOptions import Conv2DOptionsT
 from iree_py.frontends.tflite.schema.DepthwiseConv2DOptions import DepthwiseConv2DOptionsT
 from iree_py.frontends.tflite.schema.DivOptions import DivOptionsT
-from iree_py.frontends.tflite.schema.FullyConnectedOptions import FullyConnectedOptionsT
 from iree_py.frontends.tflite.schema.GeluOptions import GeluOptionsT
 from iree_py.frontends.tflite.schema.LeakyReluOptions import LeakyReluOptionsT
 from iree_py.frontends.tflite.schema.MulOptions import MulOptionsT
@@ -163,17 +163,8 @@ def _pool(op: str) -> Converter:
 # ------------------------------------------------------------------------------ matrix products
 
 def fully_connected(ctx: "TfliteContext") -> list[Value]:
-    opts = ctx.options(FullyConnectedOptionsT)
-    if opts.weightsFormat != 0:
-        raise ctx.error(f"weights_format {opts.weightsFormat} is not supported (only DEFAULT)")
-    x, w = ctx.input(0), ctx.input(1)
-    if w.type.rank != 2:
-        raise ctx.error(f"weights {w.type} must be rank 2 ([units, inputs])")
-    units, depth = _shape(w)
-    if x.type.num_elements % depth:
-        raise ctx.error(f"input {x.type} does not split into rows of {depth}")
-    x2 = ctx.reshape(x, (x.type.num_elements // depth, depth))
-    y = ctx.emit("MatMul", [x2, _weights(ctx, 1, [1, 0])])
+    opts, rows, _ = fully_connected_rows(ctx)
+    y = ctx.emit("MatMul", [rows, _weights(ctx, 1, [1, 0])])
     if ctx.has_input(2):
         y = ctx.emit("Add", [y, ctx.input(2)])
     y = activation(ctx, y, opts.fusedActivationFunction)

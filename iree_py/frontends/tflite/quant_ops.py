@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from iree_py.frontends.tflite.fully_connected import fully_connected_rows
 from iree_py.frontends.tflite.layout import NCHW_AXIS_OF_NHWC, from_nchw, nchw_operands, to_nchw
 from iree_py.frontends.tflite.schema.ActivationFunctionType import ActivationFunctionType as Act
 from iree_py.frontends.tflite.schema.AddOptions import AddOptionsT
 from iree_py.frontends.tflite.schema.ConcatenationOptions import ConcatenationOptionsT
 from iree_py.frontends.tflite.schema.Conv2DOptions import Conv2DOptionsT
 from iree_py.frontends.tflite.schema.DepthwiseConv2DOptions import DepthwiseConv2DOptionsT
-from iree_py.frontends.tflite.schema.FullyConnectedOptions import FullyConnectedOptionsT
 from iree_py.frontends.tflite.schema.Pool2DOptions import Pool2DOptionsT
 from iree_py.frontends.tflite.schema.TensorType import TensorType as TflType
 from iree_py.ir.graph import Value
@@ -264,17 +264,8 @@ def depthwise_conv_2d(ctx: "TfliteContext") -> list[Value]:
 
 
 def fully_connected(ctx: "TfliteContext") -> list[Value]:
-    opts = ctx.options(FullyConnectedOptionsT)
-    if opts.weightsFormat != 0:
-        raise ctx.error(f"weights_format {opts.weightsFormat} is not supported (only DEFAULT)")
-    x, w = ctx.input(0), ctx.input(1)
-    if w.type.rank != 2:
-        raise ctx.error(f"weights {w.type} must be rank 2 ([units, inputs])")
-    units, depth = (int(d) for d in w.type.shape)
-    if x.type.num_elements % depth:
-        raise ctx.error(f"input {x.type} does not split into rows of {depth}")
+    opts, rows, units = fully_connected_rows(ctx)
     attrs = _weighted_params(ctx, units, 0, opts.fusedActivationFunction)
-    rows = ctx.reshape(x, (x.type.num_elements // depth, depth))
     inputs = [rows, _const_weights(ctx, [1, 0])] + ([ctx.input(2)] if ctx.has_input(2) else [])
     return [ctx.reshape(ctx.emit("QMatMul", inputs, attrs), ctx.output_shape(0), out=0)]
 

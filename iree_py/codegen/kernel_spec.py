@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from iree_py.ir.symbols import Expr as SymExpr
 from iree_py.ir.types import DType, TensorType
 
 # Kernel kinds and the attributes each one reads (all static):
@@ -177,9 +178,12 @@ class KernelInfo:
     """What the VM needs to dispatch a built kernel."""
 
     name: str
-    workgroup_count: tuple[int, int, int]
-    push_constants: tuple[int, ...]     # u32 values passed at every dispatch (empty while static)
-    binding_min_lengths: tuple[int, ...]  # bytes, one per binding (inputs then outputs)
+    # Static kernels: ints. Dynamic kernels (codegen/llvm/dynamic/): push constant i is the symbol
+    # Expr kernel_symbols(spec)[i], and the grid and lengths may be Exprs over those symbols; the VM
+    # evaluates them at each dispatch and the kernel's guard recomputes and checks them.
+    workgroup_count: tuple[int | SymExpr, int | SymExpr, int | SymExpr]
+    push_constants: tuple[int | SymExpr, ...]     # u32 values passed at every dispatch
+    binding_min_lengths: tuple[int | SymExpr, ...]  # bytes, one per binding (inputs then outputs)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ canonical form, so two computations of the same size compare equal and share one
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Union
 
@@ -89,6 +90,12 @@ class Expr:
 
     def __rsub__(self, other: "int | str | Expr") -> "Expr":
         return Expr.of(other) - self
+
+    def __floordiv__(self, other: "int | str | Expr") -> "Expr":
+        return call("floordiv", self, other)
+
+    def __rfloordiv__(self, other: "int | str | Expr") -> "Expr":
+        return call("floordiv", other, self)
 
     def __str__(self) -> str:
         return _text(self)
@@ -267,3 +274,77 @@ class Emitter:
         self.done[key] = total
         return total
 
+
+
+# --- dims: an int, or an Expr with at least one symbol -------------------------------------------
+
+def dim(x: "int | str | Expr") -> "int | Expr":
+    """The canonical form of a dim: a plain int when it is constant, else its Expr."""
+    e = Expr.of(x)
+    c = e.constant
+    return int(c) if c is not None else e
+
+
+def dim_text(d: "int | Expr") -> str:
+    """`7`, `{seq}` or `{seq + 1}`: a dim as TensorType prints it (braces keep symbol names
+    apart from the `x` between dims)."""
+    return str(d) if isinstance(d, int) else f"{{{_text(d)}}}"
+
+
+def parse_dim(text: str) -> "int | Expr":
+    """Inverse of dim_text for ints, symbol names and the forms `_text` prints."""
+    text = text.strip()
+    if text.startswith("{") and text.endswith("}"):
+        text = text[1:-1]
+    if text.lstrip("-").isdigit():
+        return int(text)
+    if text.isidentifier():
+        return Expr.of(text)
+    return dim(_parse_sum(text))
+
+
+def _parse_sum(text: str) -> Expr:
+    tokens = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|\d+|[-+*(),]", text)
+    pos = 0
+
+    def peek() -> str | None:
+        return tokens[pos] if pos < len(tokens) else None
+
+    def take() -> str:
+        nonlocal pos
+        pos += 1
+        return tokens[pos - 1]
+
+    def primary() -> Expr:
+        t = take()
+        if t == "-":
+            return -primary()
+        if t == "(":
+            e = sum_()
+            take()
+            return e
+        if t.isdigit():
+            return Expr.of(int(t))
+        if peek() == "(" and t in CALLS:
+            take()
+            a = sum_()
+            take()
+            b = sum_()
+            take()
+            return call(t, a, b)
+        return Expr.of(t)
+
+    def product() -> Expr:
+        e = primary()
+        while peek() == "*":
+            take()
+            e = e * primary()
+        return e
+
+    def sum_() -> Expr:
+        e = product()
+        while peek() in ("+", "-"):
+            e = e + product() if take() == "+" else e - product()
+        return e
+
+    return sum_()

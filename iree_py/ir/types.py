@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import ml_dtypes  # noqa: F401  (registers bfloat16, float8_*, int4, ... with numpy)
 import numpy as np
 
+from iree_py.ir.symbols import Expr, dim, dim_text, parse_dim
+
 
 class DType(enum.Enum):
     """Element types; the value is the text name and the order matches module.fbs's DType enum."""
@@ -67,13 +69,17 @@ _NUMPY = {
     DType.f4e2m1: "float4_e2m1fn", DType.i2: "int2", DType.u2: "uint2",
 }
 
-Dim = int | str  # a static size, or a symbol such as "batch"
+Dim = int | Expr  # a static size, or a symbolic one ("batch", "seq + 1"); a str given is made an Expr
 
 
 @dataclass(frozen=True)
 class TensorType:
     dtype: DType
     shape: tuple[Dim, ...]
+
+    def __post_init__(self) -> None:
+        if any(not isinstance(d, int) or isinstance(d, bool) for d in self.shape):
+            object.__setattr__(self, "shape", tuple(dim(d) for d in self.shape))
 
     @property
     def rank(self) -> int:
@@ -92,15 +98,43 @@ class TensorType:
     def num_bytes(self) -> int:
         return self.num_elements * self.dtype.itemsize
 
+    @property
+    def symbols(self) -> set[str]:
+        return set().union(*(d.symbols for d in self.shape if isinstance(d, Expr)))
+
+    @property
+    def element_count(self) -> Dim:
+        """The number of elements: an int when static, else an Expr."""
+        n: Expr | int = 1
+        for d in self.shape:
+            n = d * n if isinstance(d, Expr) else n * d
+        return dim(n)
+
+    @property
+    def byte_count(self) -> Dim:
+        return dim(self.element_count * self.dtype.itemsize)
+
     def __str__(self) -> str:
         """`tensor<1x3x224x224xf32>`; a rank-0 tensor prints as `tensor<f32>`."""
-        dims = "".join(f"{d}x" for d in self.shape)
+        dims = "".join(f"{dim_text(d)}x" for d in self.shape)
         return f"tensor<{dims}{self.dtype.value}>"
 
     @staticmethod
     def parse(text: str) -> "TensorType":
         if not (text.startswith("tensor<") and text.endswith(">")):
             raise ValueError(f"not a tensor type: {text!r}")
-        *dims, dtype = text[len("tensor<"):-1].split("x")
-        shape = tuple(int(d) if d.lstrip("-").isdigit() else d for d in dims)
+        *dims, dtype = _split_dims(text[len("tensor<"):-1])
+        shape = tuple(parse_dim(d) for d in dims)
         return TensorType(DType(dtype), shape)
+
+
+def _split_dims(body: str) -> list[str]:
+    """Split `2x{seq + 1}x{batch}xf32` at the `x`s outside braces."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(body):
+        depth += (ch == "{") - (ch == "}")
+        if ch == "x" and depth == 0:
+            parts.append(body[start:i])
+            start = i + 1
+    parts.append(body[start:])
+    return parts

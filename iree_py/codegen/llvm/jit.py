@@ -17,14 +17,22 @@ from iree_py.codegen.kernel_abi import (KERNEL_ABI_VERSION, LIBRARY_QUERY_SYMBOL
 from iree_py.codegen.kernel_spec import ExecutableBlob, KernelInfo, KernelSpec
 from iree_py.codegen.llvm import build_executable
 from iree_py.codegen.target import Target, load_target
+from iree_py.ir.symbols import evaluate
+from iree_py.ir.types import TensorType
 
 
-def _check_inputs(spec: KernelSpec, arrays: list[np.ndarray]) -> list[np.ndarray]:
+def _concrete(t: TensorType, symbols: dict[str, int]) -> TensorType:
+    """`t` with its symbolic dims evaluated."""
+    return TensorType(t.dtype, tuple(evaluate(d, symbols) for d in t.shape)) if t.symbols else t
+
+
+def _check_inputs(spec: KernelSpec, arrays: list[np.ndarray], symbols: dict[str, int]) -> list[np.ndarray]:
     if len(arrays) != len(spec.inputs):
         raise ValueError(f"kernel {spec.name}: expected {len(spec.inputs)} inputs, got {len(arrays)}")
     checked = []
     for i, (t, a) in enumerate(zip(spec.inputs, arrays)):
         a = np.asarray(a)
+        t = _concrete(t, symbols)
         if tuple(a.shape) != tuple(t.shape):
             raise ValueError(f"kernel {spec.name} input {i}: expected shape {t.shape}, got {a.shape}")
         checked.append(np.ascontiguousarray(a, dtype=t.dtype.numpy))
@@ -66,11 +74,17 @@ class LoadedLibrary:
             self.entries[name] = KernelFn(table.entries[i])
         self.kernels = {info.name: info for info in blob.kernels}
 
-    def run(self, spec: KernelSpec, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    def run(self, spec: KernelSpec, arrays: list[np.ndarray], symbols: dict[str, int] | None = None) -> list[np.ndarray]:
+        """Run over the whole grid; a dynamic spec needs `symbols`, the values of its symbols
+        (push constants, grid, binding lengths and output shapes are evaluated from them)."""
+        symbols = symbols or {}
         info: KernelInfo = self.kernels[spec.name]
-        inputs = _check_inputs(spec, arrays)
-        outputs = [_new_output(t) for t in spec.outputs]
+        inputs = _check_inputs(spec, arrays, symbols)
+        outputs = [_new_output(_concrete(t, symbols)) for t in spec.outputs]
         buffers = inputs + outputs
+        info = KernelInfo(info.name, tuple(evaluate(n, symbols) for n in info.workgroup_count),
+                          tuple(evaluate(n, symbols) for n in info.push_constants),
+                          tuple(evaluate(n, symbols) for n in info.binding_min_lengths))
         for i, (a, need) in enumerate(zip(buffers, info.binding_min_lengths)):
             if a.nbytes < need:
                 raise ValueError(f"kernel {spec.name} binding {i}: {a.nbytes} bytes < declared minimum {need}")
@@ -99,15 +113,17 @@ class LoadedLibrary:
 
 
 def run_kernels(specs: list[KernelSpec], inputs: list[list[np.ndarray]],
-                target: Target | None = None) -> list[list[np.ndarray]]:
-    """Build all `specs` into one library for the host and run spec i on inputs[i]."""
+                target: Target | None = None, symbols: dict[str, int] | None = None) -> list[list[np.ndarray]]:
+    """Build all `specs` into one library for the host and run spec i on inputs[i] (`symbols`:
+    the values of the symbolic dims of dynamic specs)."""
     if len(specs) != len(inputs):
         raise ValueError(f"run_kernels: {len(specs)} specs but {len(inputs)} input lists")
     blob = build_executable(list(specs), target or load_target("host"))
     lib = LoadedLibrary(blob)
-    return [lib.run(spec, arrays) for spec, arrays in zip(specs, inputs)]
+    return [lib.run(spec, arrays, symbols) for spec, arrays in zip(specs, inputs)]
 
 
-def run_kernel(spec: KernelSpec, inputs: list[np.ndarray], target: Target | None = None) -> list[np.ndarray]:
+def run_kernel(spec: KernelSpec, inputs: list[np.ndarray], target: Target | None = None,
+               symbols: dict[str, int] | None = None) -> list[np.ndarray]:
     """run_kernels for one spec."""
-    return run_kernels([spec], [inputs], target)[0]
+    return run_kernels([spec], [inputs], target, symbols)[0]

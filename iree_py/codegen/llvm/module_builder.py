@@ -13,6 +13,8 @@ from llvmlite import ir
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import NO_BUILTINS_ATTR
 from iree_py.codegen.llvm.dispatch_guard import add_dispatch_guard, body_name
+from iree_py.codegen.llvm.dynamic import DYNAMIC_BUILDERS, is_dynamic
+from iree_py.codegen.llvm.dynamic.guard import add_dynamic_guard
 from iree_py.codegen.llvm.library import add_library_export
 from iree_py.codegen.llvm.target_machine import create_target_machine
 from iree_py.codegen.target import Target
@@ -82,6 +84,8 @@ KERNEL_BUILDERS: dict[str, str] = {
 
 
 def kernel_builder(spec: KernelSpec) -> Builder:
+    if is_dynamic(spec):
+        return _dynamic_builder(spec)
     where = KERNEL_BUILDERS.get(spec.kind)
     if where is None:
         raise ValueError(f"kernel {spec.name!r}: unsupported kind {spec.kind!r}; "
@@ -92,6 +96,17 @@ def kernel_builder(spec: KernelSpec) -> Builder:
     except ModuleNotFoundError as err:
         raise ValueError(f"kernel {spec.name!r}: kind {spec.kind!r} has no builder yet ({err})") from err
     return getattr(module, fn_name)
+
+
+def _dynamic_builder(spec: KernelSpec) -> Builder:
+    where = DYNAMIC_BUILDERS.get(spec.kind)
+    if where is None:
+        raise ValueError(f"kernel {spec.name!r}: kind {spec.kind!r} has no kernel for symbolic dims yet "
+                         f"({', '.join(str(t) for t in (*spec.inputs, *spec.outputs))}); kinds that have one: "
+                         f"{', '.join(sorted(DYNAMIC_BUILDERS)) or 'none'}. Give the symbols values "
+                         f"(--dim NAME=VALUE) to compile a static module")
+    module_name, fn_name = where.split(":")
+    return getattr(importlib.import_module(f"iree_py.codegen.llvm.dynamic.{module_name}"), fn_name)
 
 
 @dataclass
@@ -123,7 +138,7 @@ def build_ir_module(specs: list[KernelSpec], target: Target) -> tuple[ir.Module,
         if info.name != body.name:
             raise ValueError(f"kernel {spec.name!r}: builder returned KernelInfo named {info.name!r}")
         info = dataclasses.replace(info, name=spec.name)
-        add_dispatch_guard(module, info, target)
+        (add_dynamic_guard if is_dynamic(spec) else add_dispatch_guard)(module, info, target)
         infos.append(info)
     if target.executable_format == "flat":
         export_entries_by_name(module, names)

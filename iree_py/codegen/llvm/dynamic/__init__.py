@@ -1,0 +1,71 @@
+"""Kernels for specs with symbolic dims (docs/dynamic_shapes.md §3).
+
+A spec is dynamic when a dim of any of its tensors (or an attribute value) is a symbolic
+`Expr`. Such a kernel is compiled once: the values of the symbols it mentions, sorted by name
+(`kernel_symbols`), arrive as its push constants, and it computes every dim, stride, loop bound
+and binding length from them at run time. Static specs keep their specialized builders
+(iree_py/codegen/llvm/*.py); this table holds the dynamic ones.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from iree_py.codegen.kernel_spec import KernelSpec
+from iree_py.ir.symbols import Expr
+
+# kind -> "module:function" under iree_py.codegen.llvm.dynamic; imported when first used.
+DYNAMIC_BUILDERS: dict[str, str] = {
+    "elementwise": "elementwise:build",
+    # -- copy: entries below this line --
+    "transpose": "transpose:build",
+    "slice": "slice:build",
+    "expand": "expand:build",
+    "concat": "concat:build",
+    "gather": "gather:build",
+    "pad": "pad:build",
+    "cumsum": "cumsum:build",
+    "cumprod": "cumsum:build_cumprod",
+    "argmax": "argminmax:build",
+    "argmin": "argminmax:build",
+    "bitcast": "bitcast:build",
+    # -- linalg: entries below this line --
+    "matmul": "matmul:build",
+    "softmax": "softmax:build",
+    "logsoftmax": "softmax:build_logsoftmax",
+    "hardmax": "softmax:build_hardmax",
+    "reduce": "reduce:build",
+    "lrn": "lrn:build",
+    # -- window: entries below this line --
+    "conv2d": "conv2d:build",
+    "maxpool": "pool:build",
+    "maxpool_index": "pool:build",
+    "avgpool": "pool:build",
+    "lppool": "pool:build",
+    "globalavgpool": "pool:build",
+    "lstm": "recurrent:build",
+    "gru": "recurrent:build",
+    "rnn": "recurrent:build",
+}
+
+
+def _attr_symbols(value: Any) -> set[str]:
+    if isinstance(value, Expr):
+        return value.symbols
+    if isinstance(value, (list, tuple)):
+        return set().union(*(_attr_symbols(v) for v in value)) if value else set()
+    return set()
+
+
+def kernel_symbols(spec: KernelSpec) -> tuple[str, ...]:
+    """The symbols a spec's shapes and attributes mention, sorted: push constant i is the value
+    of symbol i."""
+    found: set[str] = set()
+    for t in (*spec.inputs, *spec.outputs):
+        found |= t.symbols
+    for value in spec.attrs.values():
+        found |= _attr_symbols(value)
+    return tuple(sorted(found))
+
+
+def is_dynamic(spec: KernelSpec) -> bool:
+    return bool(kernel_symbols(spec))

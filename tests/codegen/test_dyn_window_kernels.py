@@ -1,0 +1,249 @@
+"""Dynamic-dim conv2d, pooling and recurrent kernels (iree_py/codegen/llvm/dynamic/) against the
+numpy references of the IR ops (iree_py/ir/reference.py, reference_recurrent.py), each kernel built
+once and run at several symbol values (batch 0 included), within 1e-4 of the largest expected
+magnitude."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from iree_py.codegen.kernel_spec import EpilogueOp, KernelSpec
+from iree_py.codegen.llvm import build_executable
+from iree_py.codegen.llvm.jit import LoadedLibrary
+from iree_py.codegen.target import load_target
+from iree_py.codegen.llvm.recurrent import OPS
+from iree_py.ir import reference
+from iree_py.ir.ops_recurrent import FUNCTIONS_PER_DIRECTION, GATES
+from iree_py.ir.reference_recurrent import KERNELS as RECURRENT_KERNELS
+from iree_py.ir.symbols import Expr, call, evaluate
+from iree_py.ir.types import DType, TensorType
+from tests.codegen.conftest import assert_close
+
+RTOL = 1e-4
+RNG = np.random.default_rng(11)
+N, H, W = Expr.of("n"), Expr.of("h"), Expr.of("w")
+
+
+def _f32(*shape) -> TensorType:
+    return TensorType(DType.f32, tuple(shape))
+
+
+def _out_size(size: Expr, kernel: int, stride: int, begin: int, end: int, dilation: int, ceil_mode: int = 0) -> Expr:
+    """The ONNX window output size as the shape rules write it (ceil_mode: a last window that would
+    start inside the end padding is dropped)."""
+    room = size + begin + end - dilation * (kernel - 1) - 1
+    if not ceil_mode:
+        return room // stride + 1
+    return call("min", call("ceildiv", room, stride) + 1, call("ceildiv", size + begin, stride))
+
+
+def _run_at_sizes(specs: list[KernelSpec], make_inputs, reference_of, sizes: list[dict[str, int]]) -> None:
+    """Build `specs` once; run each at every symbol assignment and compare with its reference."""
+    lib = LoadedLibrary(build_executable(specs, load_target("host")))
+    for spec in specs:
+        for symbols in sizes:
+            arrays = make_inputs(spec, symbols)
+            (got,) = lib.run(spec, arrays, symbols)
+            want_shape = tuple(evaluate(d, symbols) for d in spec.outputs[0].shape)
+            if not got.size:  # an empty batch: the kernel ran no workgroup (some references reject it)
+                assert got.shape == want_shape, f"{spec.name} at {symbols}"
+                continue
+            assert_close(got, reference_of(spec, arrays), RTOL, f"{spec.name} at {symbols}")
+
+
+# --- conv2d -------------------------------------------------------------------------------------
+
+
+def _conv_spec(name: str, c: int, m: int, k: tuple[int, int], strides=(1, 1), pads=(0, 0, 0, 0),
+               dilations=(1, 1), group: int = 1, bias: bool = True, epilogue=(), operands=(),
+               hw: tuple = (H, W)) -> KernelSpec:
+    """A conv2d spec over X[n, c, h, w] (`hw`: the spatial dims, symbolic unless given)."""
+    oh = _out_size(Expr.of(hw[0]), k[0], strides[0], pads[0], pads[2], dilations[0])
+    ow = _out_size(Expr.of(hw[1]), k[1], strides[1], pads[1], pads[3], dilations[1])
+    out = _f32(N, m, oh, ow)
+    inputs = [_f32(N, c, *hw), _f32(m, c // group, *k)]
+    if bias:
+        inputs.append(_f32(m))
+    inputs += [out if kind == "full" else _f32(m) for kind in operands]
+    attrs = {"strides": strides, "pads": pads, "dilations": dilations, "group": group}
+    return KernelSpec(name, "conv2d", tuple(inputs), (out,), attrs, tuple(epilogue))
+
+
+def _conv_inputs(spec: KernelSpec, symbols: dict[str, int]) -> list[np.ndarray]:
+    return [RNG.standard_normal(tuple(evaluate(d, symbols) for d in t.shape)).astype(np.float32)
+            for t in spec.inputs]
+
+
+def _conv_reference(spec: KernelSpec, arrays: list[np.ndarray]) -> np.ndarray:
+    attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in spec.attrs.items()}
+    has_bias = len(arrays) >= 3 and all(op.operand != 2 for op in spec.epilogue)
+    y = reference.conv(arrays[:3] if has_bias else arrays[:2], attrs).astype(np.float64)
+    for op in spec.epilogue:
+        if op.op == "Relu":
+            y = np.maximum(y, 0.0)
+        elif op.op == "Add":
+            operand = arrays[op.operand].astype(np.float64)
+            y = y + (operand.reshape(1, -1, 1, 1) if op.operand_kind == "channel" else operand)
+        elif op.op == "Mul":
+            operand = arrays[op.operand].astype(np.float64)
+            y = y * (operand.reshape(1, -1, 1, 1) if op.operand_kind == "channel" else operand)
+        else:
+            raise AssertionError(f"test reference lacks epilogue op {op.op}")
+    return y.astype(np.float32)
+
+
+CONV_SIZES = [{"n": 1, "h": 9, "w": 13}, {"n": 2, "h": 5, "w": 4}, {"n": 0, "h": 7, "w": 7},
+              {"n": 1, "h": 3, "w": 30}, {"n": 3, "h": 16, "w": 17}]
+
+
+def test_conv2d_dynamic_against_numpy() -> None:
+    specs = [
+        _conv_spec("dconv_s2_pads_bias_relu", 3, 6, (3, 3), strides=(2, 2), pads=(1, 1, 1, 1),
+                   epilogue=(EpilogueOp("Relu"),)),
+        _conv_spec("dconv_plain", 4, 5, (3, 2), pads=(0, 2, 1, 0), bias=False),
+        _conv_spec("dconv_dilated", 2, 3, (2, 3), strides=(1, 2), pads=(2, 1, 0, 2), dilations=(2, 2)),
+        _conv_spec("dconv_depthwise", 8, 8, (3, 3), pads=(1, 1, 1, 1), group=8),
+        _conv_spec("dconv_grouped", 6, 4, (3, 3), strides=(2, 1), pads=(0, 1, 2, 1), group=2),
+        _conv_spec("dconv_pointwise", 5, 12, (1, 1), epilogue=(EpilogueOp("Add", operand=3, operand_kind="full"),
+                                                               EpilogueOp("Relu")), operands=("full",)),
+        _conv_spec("dconv_channel_epilogue", 3, 9, (1, 3), pads=(0, 1, 0, 1),
+                   epilogue=(EpilogueOp("Mul", operand=3, operand_kind="channel"),), operands=("channel",)),
+        _conv_spec("dconv_batch_only", 4, 16, (3, 3), strides=(2, 2), pads=(1, 1, 1, 1), hw=(11, 20)),
+        _conv_spec("dconv_pointwise_batch_only", 8, 6, (1, 1), hw=(5, 7)),
+    ]
+    _run_at_sizes(specs, _conv_inputs, _conv_reference, CONV_SIZES)
+
+
+# --- pooling ------------------------------------------------------------------------------------
+
+
+def _pool_spec(name: str, kind: str, c: int, k: tuple[int, int], strides=(1, 1), pads=(0, 0, 0, 0),
+               dilations=(1, 1), ceil_mode: int = 0, **extra) -> KernelSpec:
+    oh = _out_size(H, k[0], strides[0], pads[0], pads[2], dilations[0], ceil_mode)
+    ow = _out_size(W, k[1], strides[1], pads[1], pads[3], dilations[1], ceil_mode)
+    out = TensorType(DType.i64 if kind == "maxpool_index" else DType.f32, (N, c, oh, ow))
+    attrs = {"kernel": k, "strides": strides, "pads": pads, "dilations": dilations, "ceil_mode": ceil_mode, **extra}
+    return KernelSpec(name, kind, (_f32(N, c, H, W),), (out,), attrs)
+
+
+def _pool_reference(spec: KernelSpec, arrays: list[np.ndarray]) -> np.ndarray:
+    attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in spec.attrs.items()}
+    x = arrays[0]
+    if spec.kind == "maxpool":
+        return reference.max_pool([x], attrs)
+    if spec.kind == "maxpool_index":
+        return reference.max_pool_indices([x], attrs)
+    if spec.kind == "avgpool":
+        return reference.average_pool([x], attrs)
+    if spec.kind == "globalavgpool":
+        return x.astype(np.float64).mean(axis=tuple(range(2, x.ndim)), keepdims=True).astype(np.float32)
+    return reference.KERNELS["LpPool"]([x], attrs)
+
+
+POOL_SIZES = [{"n": 1, "h": 7, "w": 9}, {"n": 2, "h": 4, "w": 5}, {"n": 0, "h": 6, "w": 6},
+              {"n": 1, "h": 12, "w": 3}]
+
+
+def test_pools_dynamic_against_numpy() -> None:
+    specs = [
+        _pool_spec("dmax_plain", "maxpool", 3, (3, 3)),
+        _pool_spec("dmax_ceil_pads", "maxpool", 2, (3, 3), strides=(2, 2), pads=(1, 0, 1, 1), ceil_mode=1),
+        _pool_spec("dmax_dilated", "maxpool", 2, (2, 2), strides=(1, 2), pads=(1, 1, 0, 0), dilations=(2, 1)),
+        _pool_spec("dmaxidx_ceil", "maxpool_index", 2, (2, 3), strides=(2, 2), pads=(0, 1, 0, 1), ceil_mode=1,
+                   storage_order=0),
+        _pool_spec("dmaxidx_colmajor", "maxpool_index", 2, (3, 2), strides=(1, 2), pads=(1, 0, 1, 0),
+                   storage_order=1),
+        _pool_spec("davg_include_pad", "avgpool", 3, (3, 3), strides=(2, 2), pads=(1, 1, 1, 1), ceil_mode=1,
+                   count_include_pad=1),
+        _pool_spec("davg_exclude_pad", "avgpool", 2, (2, 3), strides=(1, 2), pads=(1, 2, 0, 1), count_include_pad=0),
+        _pool_spec("dlp_p2_ceil", "lppool", 2, (3, 2), strides=(2, 2), pads=(1, 0, 0, 1), ceil_mode=1, p=2),
+        _pool_spec("dlp_p3", "lppool", 2, (2, 2), dilations=(2, 1), p=3),
+        KernelSpec("dglobal_avg", "globalavgpool", (_f32(N, 5, H, W),), (_f32(N, 5, 1, 1),)),
+        KernelSpec("dglobal_avg_1d", "globalavgpool", (_f32(N, 3, Expr.of(W) * H),), (_f32(N, 3, 1),)),
+        KernelSpec("dmax_batch_only", "maxpool", (_f32(N, 2, 6, 5),), (_f32(N, 2, 3, 2),),
+                   {"kernel": (2, 2), "strides": (2, 2), "pads": (0, 0, 0, 0), "dilations": (1, 1), "ceil_mode": 0}),
+    ]
+    _run_at_sizes(specs, _conv_inputs, _pool_reference, POOL_SIZES)
+
+
+# --- LSTM / GRU / RNN ---------------------------------------------------------------------------
+
+SEQ, BATCH = Expr.of("seq"), Expr.of("batch")
+RECURRENT_RESULTS = {"LSTM": ("Y", "Y_h", "Y_c"), "GRU": ("Y", "Y_h"), "RNN": ("Y", "Y_h")}
+RECURRENT_ACTIVATIONS = {"LSTM": ["Sigmoid", "Tanh", "Tanh", "HardSigmoid", "ScaledTanh", "Affine"],
+                         "GRU": ["Sigmoid", "Tanh", "LeakyRelu", "Elu"], "RNN": ["Tanh", "Relu"]}
+INPUT_SIZE, HIDDEN = 5, 6
+
+
+def _recurrent_spec(op: str, direction: str, result: str, variant: int) -> KernelSpec:
+    dirs = 2 if direction == "bidirectional" else 1
+    rows = GATES[op] * HIDDEN
+    count = FUNCTIONS_PER_DIRECTION[op] * dirs
+    names = RECURRENT_ACTIVATIONS[op][:count]
+    attrs = {"direction": direction, "hidden_size": HIDDEN, "activations": names,
+             "activation_alpha": [0.3] * count, "activation_beta": [0.6] * count,
+             "clip": 2.5 if variant else float("inf"), "result": result}
+    variant %= 2
+    inputs = [_f32(SEQ, BATCH, INPUT_SIZE), _f32(dirs, rows, INPUT_SIZE), _f32(dirs, rows, HIDDEN),
+              _f32(dirs, 2 * rows), TensorType(DType.i32, (BATCH,)), _f32(dirs, BATCH, HIDDEN)]
+    if op == "LSTM":
+        inputs += [_f32(dirs, BATCH, HIDDEN), _f32(dirs, 3 * HIDDEN)]
+        attrs["input_forget"] = variant
+    if op == "GRU":
+        attrs["linear_before_reset"] = variant
+    out = _f32(SEQ, dirs, BATCH, HIDDEN) if result == "Y" else _f32(dirs, BATCH, HIDDEN)
+    return KernelSpec(f"d{op}_{direction}_{result}_{variant}".lower(), op.lower(), tuple(inputs), (out,), attrs)
+
+
+def _recurrent_inputs(spec: KernelSpec, symbols: dict[str, int]) -> list[np.ndarray]:
+    """Random weights (scaled down), sequence_lens cycling through full, short, zero, longer than
+    seq and negative lengths."""
+    arrays = []
+    for i, t in enumerate(spec.inputs):
+        shape = tuple(evaluate(d, symbols) for d in t.shape)
+        if i == 4:
+            seq = symbols["seq"]
+            choices = [seq, max(seq - 2, 0), 0, seq + 3, -1]
+            arrays.append(np.array([choices[k % len(choices)] for k in range(shape[0])], np.int32))
+        else:
+            scale = 0.5 if i in (1, 2, 3) else 1.0
+            arrays.append((RNG.standard_normal(shape) * scale).astype(np.float32))
+    return arrays
+
+
+def _recurrent_reference(spec: KernelSpec, arrays: list[np.ndarray]) -> np.ndarray:
+    return RECURRENT_KERNELS[OPS[spec.kind]](arrays, spec.attrs)
+
+
+RECURRENT_SIZES = [{"seq": 4, "batch": 3}, {"seq": 1, "batch": 5}, {"seq": 6, "batch": 0},
+                   {"seq": 0, "batch": 2}, {"seq": 3, "batch": 1}]
+
+
+def test_recurrent_dynamic_against_numpy() -> None:
+    specs = [_recurrent_spec(op, direction, result, variant)
+             for op in sorted(GATES)
+             for variant, direction in enumerate(("forward", "bidirectional", "reverse"))  # reverse: variant 2 → 0
+             for result in RECURRENT_RESULTS[op]
+             if direction == "bidirectional" or result == "Y" or op == "LSTM"]
+    _run_at_sizes(specs, _recurrent_inputs, _recurrent_reference, RECURRENT_SIZES)
+
+
+def test_packed_conv_weight_is_refused() -> None:
+    spec = _conv_spec("dconv_packed", 4, 8, (3, 3))
+    packed = KernelSpec(spec.name, "conv2d", spec.inputs, spec.outputs,
+                        {**spec.attrs, "weight_layout": "m_blocked", "weight_lanes": 8})
+    with pytest.raises(ValueError, match="plain W"):
+        build_executable([packed], load_target("host"))
+
+
+def test_every_window_kernel_builds_for_arm64() -> None:
+    specs = [_conv_spec("a_conv", 3, 6, (3, 3), strides=(2, 2), pads=(1, 1, 1, 1), epilogue=(EpilogueOp("Relu"),)),
+             _conv_spec("a_pointwise", 8, 4, (1, 1)),
+             _pool_spec("a_max", "maxpool", 2, (3, 3), strides=(2, 2), pads=(1, 1, 1, 1), ceil_mode=1),
+             _pool_spec("a_avg", "avgpool", 2, (2, 2), count_include_pad=1),
+             KernelSpec("a_global", "globalavgpool", (_f32(N, 5, H, W),), (_f32(N, 5, 1, 1),)),
+             _recurrent_spec("LSTM", "bidirectional", "Y", 1), _recurrent_spec("GRU", "forward", "Y_h", 0)]
+    blob = build_executable(specs, load_target("arm64"))
+    assert blob.arch == "aarch64"
+    assert [k.name for k in blob.kernels] == [s.name for s in specs]
+    assert all(k.push_constants for k in blob.kernels)

@@ -3,13 +3,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from iree_py.module.model import Module, TensorSig
+from iree_py.module.model import DYNAMIC_DIM, MESSAGE_CODE_BASE, Module, TensorSig
 from iree_py.module.section_sizes import section_sizes
 from iree_py.vm.encoder import decode
 
 
+def _dim(s: TensorSig, axis: int) -> str:
+    d = s.shape[axis]
+    return f"{{{s.dim_name(axis) or '?'}}}" if d == DYNAMIC_DIM else str(d)
+
+
 def _sig(s: TensorSig) -> str:
-    text = f"%{s.name}: {'x'.join(str(d) for d in s.shape)}x{s.dtype.value}" if s.shape else f"%{s.name}: {s.dtype.value}"
+    dims = "x".join(_dim(s, axis) for axis in range(len(s.shape)))
+    text = f"%{s.name}: {dims}x{s.dtype.value}" if s.shape else f"%{s.name}: {s.dtype.value}"
     if not s.scale:
         return text
     scales = ", ".join(str(np.float32(v)) for v in s.scale)   # the shortest text of each float32 scale
@@ -47,9 +53,15 @@ def dump_module(module: Module, data: bytes | None = None, *, code_bytes: bool =
     for i, c in enumerate(module.constants):
         out.append(f"  #{i} {c.name}: {len(c.data)} bytes")
     out.append("")
-    out.append(f"memory plan: arena {module.memory_plan.arena_size} bytes")
+    pool = f", pool {module.memory_plan.pool_size} bytes" if module.memory_plan.pool_size else ""
+    out.append(f"memory plan: arena {module.memory_plan.arena_size} bytes{pool}")
     for b in module.memory_plan.buffers:
         out.append(f"  [{b.offset:>9}, {b.offset + b.size:>9})  {b.name}")
+    if module.messages:
+        out.append("")
+        out.append(f"messages: {len(module.messages)}")
+        for i, text in enumerate(module.messages):
+            out.append(f"  {MESSAGE_CODE_BASE + i:#x}: {text}")
     return "\n".join(out) + "\n"
 
 

@@ -10,13 +10,28 @@ from iree_py.ir.types import DType
 from iree_py.vm.isa_generated import FORMAT_VERSION
 
 
+DYNAMIC_DIM = -1  # a TensorSig dim that takes any size (a symbol); dim_names says which
+
+
 @dataclass
 class TensorSig:
     name: str
     dtype: DType
-    shape: tuple[int, ...]
+    shape: tuple[int, ...]              # DYNAMIC_DIM (-1) for a dynamic dim
     scale: tuple[float, ...] = ()       # quantized (int8/uint8) tensors: real = scale * (q - zero_point)
     zero_point: tuple[int, ...] = ()
+    dim_names: tuple[str, ...] = ()     # () or one per dim: "" for a static dim, the symbol ("seq + 1") for a dynamic one
+
+    @property
+    def is_dynamic(self) -> bool:
+        return DYNAMIC_DIM in self.shape
+
+    @property
+    def dynamic_axes(self) -> list[int]:
+        return [axis for axis, d in enumerate(self.shape) if d == DYNAMIC_DIM]
+
+    def dim_name(self, axis: int) -> str:
+        return self.dim_names[axis] if axis < len(self.dim_names) else ""
 
     @property
     def quantization(self) -> tuple[float, int] | None:
@@ -35,8 +50,10 @@ class Function:
     ref_register_count: int
     bytecode: bytes
     exported: bool = True
-    i64_input_count: int = 0   # i64 values `call` passes in i64 registers 0..n-1 (not exported then)
-    i64_output_count: int = 0  # i64 values `ret_i64` returns
+    # i64 values `call` passes in i64 registers 0..n-1; for an exported function: its inputs'
+    # dynamic dims, input 0's in axis order, then input 1's, ...
+    i64_input_count: int = 0
+    i64_output_count: int = 0  # i64 values `ret_i64` returns; exported: the outputs' dynamic dims
 
 
 @dataclass
@@ -73,6 +90,7 @@ class PlannedBuffer:
 class MemoryPlan:
     arena_size: int
     buffers: list[PlannedBuffer] = field(default_factory=list)
+    pool_size: int = 0  # bytes of the pool buffer_alloc takes dynamically shaped values from
 
 
 @dataclass
@@ -91,8 +109,11 @@ class Module:
     memory_plan: MemoryPlan = field(default_factory=lambda: MemoryPlan(0))
     debug_info: list[EntryPointDebug] | None = None  # None: stripped
     format_version: int = FORMAT_VERSION
+    # texts of run-time checks: a `check`/`fail` with code MESSAGE_CODE_BASE + i reports messages[i]
+    messages: list[str] = field(default_factory=list)
 
 
 EXECUTABLE_FORMATS = ("elf", "flat")  # ExecutableFormat in module.fbs, in order
 FILE_IDENTIFIER = b"IRPY"
 CONSTANT_ALIGNMENT = 64
+MESSAGE_CODE_BASE = 0x10000  # check/fail code of Module.messages[0]

@@ -106,15 +106,16 @@ def _read(data: bytes | memoryview, payloads: bool) -> Module:
         executables=[_executable(e, payloads) for e in root.tables(4)],
         memory_plan=MemoryPlan(plan.scalar(0, N.Uint64Flags),
                                [PlannedBuffer(p.string(0), p.scalar(1, N.Uint64Flags), p.scalar(2, N.Uint64Flags))
-                                for p in plan.tables(1)]) if plan else MemoryPlan(0),
+                                for p in plan.tables(1)], plan.scalar(2, N.Uint64Flags)) if plan else MemoryPlan(0),
         debug_info=[EntryPointDebug(d.scalar(0, N.Uint32Flags), d.scalar(1, N.Uint32Flags), d.strings(2))
                     for d in debug.tables(0)] if debug else None,
+        messages=root.strings(7),
     )
 
 
 def _sig(t: _T) -> TensorSig:
     return TensorSig(t.string(0), list(DType)[t.scalar(1, N.Uint8Flags)], tuple(t.scalars(2, "q")),
-                     tuple(float(s) for s in t.scalars(3, "f")), tuple(t.scalars(4, "q")))
+                     tuple(float(s) for s in t.scalars(3, "f")), tuple(t.scalars(4, "q")), tuple(t.strings(5)))
 
 
 def _function(t: _T) -> Function:

@@ -25,7 +25,8 @@ def write_module(module: Module) -> bytes:
     executables = _table_vector(b, [_executable(b, e) for e in module.executables])
     memory_plan = _memory_plan(b, module.memory_plan)
     debug = _debug_info(b, module.debug_info) if module.debug_info is not None else None
-    b.StartObject(7)
+    messages = _string_vector(b, module.messages) if module.messages else 0
+    b.StartObject(8)
     b.PrependUint32Slot(0, module.format_version, 0)
     b.PrependUOffsetTRelativeSlot(1, name, 0)
     b.PrependUOffsetTRelativeSlot(2, functions, 0)
@@ -34,6 +35,8 @@ def write_module(module: Module) -> bytes:
     b.PrependUOffsetTRelativeSlot(5, memory_plan, 0)
     if debug is not None:
         b.PrependUOffsetTRelativeSlot(6, debug, 0)
+    if messages:
+        b.PrependUOffsetTRelativeSlot(7, messages, 0)
     b.Finish(b.EndObject(), file_identifier=FILE_IDENTIFIER)
     return bytes(b.Output())
 
@@ -69,7 +72,11 @@ def _tensor_sig(b: flatbuffers.Builder, sig: TensorSig) -> Offset:
     shape = _scalar_vector(b, list(sig.shape), 8, b.PrependInt64)
     scale = _scalar_vector(b, [float(s) for s in sig.scale], 4, b.PrependFloat32) if sig.scale else 0
     zero_point = _scalar_vector(b, [int(z) for z in sig.zero_point], 8, b.PrependInt64) if sig.zero_point else 0
-    b.StartObject(5)
+    if sig.dim_names and len(sig.dim_names) != len(sig.shape):
+        raise ValueError(f"tensor {sig.name!r}: {len(sig.dim_names)} dim names for shape {list(sig.shape)}")
+    # only when some dim has a name: static signatures stay byte-identical
+    dim_names = _string_vector(b, list(sig.dim_names)) if any(sig.dim_names) else 0
+    b.StartObject(6)
     b.PrependUOffsetTRelativeSlot(0, name, 0)
     b.PrependUint8Slot(1, sig.dtype.module_code, 0)
     b.PrependUOffsetTRelativeSlot(2, shape, 0)
@@ -77,6 +84,8 @@ def _tensor_sig(b: flatbuffers.Builder, sig: TensorSig) -> Offset:
         b.PrependUOffsetTRelativeSlot(3, scale, 0)
     if zero_point:
         b.PrependUOffsetTRelativeSlot(4, zero_point, 0)
+    if dim_names:
+        b.PrependUOffsetTRelativeSlot(5, dim_names, 0)
     return b.EndObject()
 
 
@@ -145,9 +154,10 @@ def _planned_buffer(b: flatbuffers.Builder, p: PlannedBuffer) -> Offset:
 
 def _memory_plan(b: flatbuffers.Builder, plan: MemoryPlan) -> Offset:
     buffers = _table_vector(b, [_planned_buffer(b, p) for p in plan.buffers])
-    b.StartObject(2)
+    b.StartObject(3)
     b.PrependUint64Slot(0, plan.arena_size, 0)
     b.PrependUOffsetTRelativeSlot(1, buffers, 0)
+    b.PrependUint64Slot(2, plan.pool_size, 0)  # default 0 is not stored: static modules are unchanged
     return b.EndObject()
 
 

@@ -83,6 +83,10 @@ class LocalDevice:
     def arena_size(self) -> int:
         return self.lib.irp_module_arena_size(self.module)
 
+    def peak_bytes(self) -> int:
+        """Arena + the pool's high-water mark of the latest call."""
+        return self.lib.irp_module_peak_bytes(self.module)
+
     def reset_state(self) -> None:
         """Forget the module state (docs/state.md): the next call runs as the first one did."""
         self._check(self.lib.irp_module_reset_state(self.module), "reset state")
@@ -124,8 +128,12 @@ class LocalDevice:
                                       len(fn.outputs)), fn.name)
         results = []
         for view, sig in zip(plan.outputs, fn.outputs):
+            shape = tuple(view.shape[:view.rank])  # the real shape: dynamic dims come back from the call
+            if view.length == 0:
+                results.append(np.zeros(shape, dtype=sig.dtype.numpy))
+                continue
             arena_bytes = np.ctypeslib.as_array((ctypes.c_uint8 * view.length).from_address(view.data))
-            results.append(arena_bytes.view(sig.dtype.numpy).reshape(sig.shape).copy())  # the arena is reused
+            results.append(arena_bytes.view(sig.dtype.numpy).reshape(shape).copy())  # the arena is reused
         return results
 
     def __del__(self) -> None:
@@ -181,9 +189,16 @@ class QemuDevice:
         self.image = image
         self.stateful = stateful
         self._history: list[tuple[str, list[np.ndarray]]] = []  # stateful: (function, inputs) of each call
+        self._peak_bytes: int | None = None
 
     def reset_state(self) -> None:
         self._history.clear()
+
+    def peak_bytes(self) -> int:
+        """Arena + pool high-water mark of the latest call, as the runner reported it."""
+        if self._peak_bytes is None:
+            raise IreePyError("no call has run on this device yet")
+        return self._peak_bytes
 
     def call(self, fn: Function, inputs: list[np.ndarray]) -> list[np.ndarray]:
         if not self.stateful:
@@ -206,15 +221,36 @@ class QemuDevice:
                 for i, a in enumerate(inputs):
                     (d / f"in{c}_{i}.bin").write_bytes(a.tobytes())
                     cmd.append(f"--input={d / f'in{c}_{i}.bin'}")
+                    if fn.inputs[i].is_dynamic:  # the runner takes the sizes of dynamic dims from here
+                        cmd.append(f"--shape={'x'.join(map(str, a.shape))}")
             cmd += [f"--output={d / f'out{i}.bin'}" for i in range(len(fn.outputs))]
+            cmd += [f"--output-shapes={d / 'shapes.txt'}", "--stats"]
             result = subprocess.run(cmd, capture_output=True, text=True)
             if result.returncode != 0:
                 status = (f"killed by signal {-result.returncode}" if result.returncode < 0
                           else f"exit status {result.returncode}")
                 detail = result.stderr.strip() or result.stdout.strip()
                 raise IreeRuntimeError(f"{fn.name} under {self.target.qemu} ({status}){': ' + detail if detail else ''}")
-            return [np.fromfile(d / f"out{i}.bin", dtype=s.dtype.numpy).reshape(s.shape)
-                    for i, s in enumerate(fn.outputs)]
+            self._peak_bytes = _runner_peak_bytes(result.stdout)
+            shapes = _runner_output_shapes((d / "shapes.txt").read_text(), len(fn.outputs))
+            return [np.fromfile(d / f"out{i}.bin", dtype=s.dtype.numpy).reshape(shape)
+                    for i, (s, shape) in enumerate(zip(fn.outputs, shapes))]
+
+
+def _runner_output_shapes(text: str, count: int) -> list[tuple[int, ...]]:
+    """irp-run --output-shapes: one line per output, its dims separated by spaces (empty: a scalar)."""
+    lines = text.split("\n")[:count]
+    if len(lines) != count:
+        raise IreeRuntimeError(f"the runner wrote {len(lines)} output shapes for {count} outputs: {text!r}")
+    return [tuple(int(d) for d in line.split()) for line in lines]
+
+
+def _runner_peak_bytes(stdout: str) -> int | None:
+    """The `peak memory: N bytes` line irp-run --stats prints."""
+    for line in stdout.splitlines():
+        if line.startswith("peak memory: "):
+            return int(line.split()[2])
+    return None
 
 
 def open_device(device: str, image: np.ndarray, module: Module) -> LocalDevice | QemuDevice | SerialDevice:

@@ -9,7 +9,7 @@ from iree_py.module.model import Function, Module, TensorSig
 from iree_py.module.reader import read_module
 from iree_py.errors import IreePyError
 from iree_py.runtime.devices import module_image, open_device
-from iree_py.runtime.signature import check_inputs
+from iree_py.runtime.signature import check_inputs, shape_text
 
 
 class LoadedFunction:
@@ -44,8 +44,8 @@ class LoadedFunction:
         return self._loaded.device.call(self.signature, check_inputs(self.signature, args))
 
     def __repr__(self) -> str:
-        ins = ", ".join(f"{s.name}: {list(s.shape)} {s.dtype.value}" for s in self.signature.inputs)
-        outs = ", ".join(f"{s.name}: {list(s.shape)} {s.dtype.value}" for s in self.signature.outputs)
+        ins = ", ".join(f"{s.name}: {shape_text(s)} {s.dtype.value}" for s in self.signature.inputs)
+        outs = ", ".join(f"{s.name}: {shape_text(s)} {s.dtype.value}" for s in self.signature.outputs)
         return f"{self.signature.name}({ins}) -> ({outs})"
 
 
@@ -55,6 +55,14 @@ class LoadedModule:
         self.module: Module = read_module(image.data, payloads=False)  # signatures only, no weight copies
         self.device = open_device(device, image, self.module)
         self.functions = {f.name: LoadedFunction(self, f) for f in self.module.functions if f.exported}
+
+    @property
+    def peak_bytes(self) -> int:
+        """Peak memory of the latest call: the arena plus the most of the pool it used (bytes)."""
+        peak = getattr(self.device, "peak_bytes", None)
+        if peak is None:
+            raise IreePyError(f"device {type(self.device).__name__} does not report peak memory")
+        return peak()
 
     def reset_state(self) -> None:
         """Forget the module state of a stateful model (docs/state.md): the next call runs as the first

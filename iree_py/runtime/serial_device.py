@@ -18,6 +18,7 @@ from iree_py.errors import IreePyError, IreeRuntimeError
 from iree_py.ir.types import DType
 from iree_py.module.model import Function
 from iree_py.runtime import protocol as p
+from iree_py.runtime.signature import shape_matches
 
 DEVICE_URL_SCHEMES = ("serial://", "socket://")
 _DTYPES = list(DType)
@@ -310,7 +311,7 @@ class SerialDevice:
         result = self.run(fn.name, inputs, [s.dtype.module_code for s in fn.inputs])
         self.last_run = result
         for got, sig in zip(result.outputs, fn.outputs):
-            if got.dtype != sig.dtype.numpy or got.shape != tuple(sig.shape):
+            if got.dtype != sig.dtype.numpy or not shape_matches(sig, got.shape):  # dynamic dims: any size
                 raise IreeRuntimeError(f"{fn.name}: board returned {sig.name} as {got.shape} {got.dtype}; "
                                        f"signature says {tuple(sig.shape)} {sig.dtype.value}")
         return result.outputs

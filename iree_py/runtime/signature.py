@@ -4,11 +4,22 @@ from __future__ import annotations
 import numpy as np
 
 from iree_py.errors import IreePyError
-from iree_py.module.model import Function, TensorSig
+from iree_py.module.model import DYNAMIC_DIM, Function, TensorSig
+
+
+def shape_text(sig: TensorSig) -> str:
+    """[2, 3] or, with dynamic dims, [batch, 3] (a dim without a name shows as ?)."""
+    dims = [(sig.dim_name(axis) or "?") if d == DYNAMIC_DIM else str(d) for axis, d in enumerate(sig.shape)]
+    return f"[{', '.join(dims)}]"
 
 
 def describe(sig: TensorSig) -> str:
-    return f"'{sig.name}' {list(sig.shape)} {sig.dtype.value}"
+    return f"'{sig.name}' {shape_text(sig)} {sig.dtype.value}"
+
+
+def shape_matches(sig: TensorSig, shape: tuple[int, ...]) -> bool:
+    """Rank and every static dim; a dynamic dim takes any size (same-named dims are the runtime's check)."""
+    return len(shape) == len(sig.shape) and all(d == DYNAMIC_DIM or d == s for d, s in zip(sig.shape, shape))
 
 
 def check_inputs(fn: Function, args: tuple) -> list[np.ndarray]:
@@ -26,7 +37,7 @@ def check_inputs(fn: Function, args: tuple) -> list[np.ndarray]:
         if a.dtype != sig.dtype.numpy:
             raise IreePyError(f"{fn.name}: input {i} {describe(sig)} was given dtype {a.dtype}; "
                               f"expected {sig.dtype.numpy} (convert with .astype(np.{sig.dtype.numpy}))")
-        if tuple(a.shape) != tuple(sig.shape):
+        if not shape_matches(sig, tuple(a.shape)):
             raise IreePyError(f"{fn.name}: input {i} {describe(sig)} was given shape {list(a.shape)}")
         arrays.append(a if a.flags.c_contiguous else a.copy(order="C"))  # ascontiguousarray makes 0-d arrays 1-d
     return arrays

@@ -33,6 +33,8 @@ OPS: dict[str, tuple[int, tuple[tuple[str, str], ...], bool]] = {
     'buffer_store_i64': (0x24, (('dst', 'rr'), ('offset', 'ri'), ('value', 'ri'), ), False),
     'buffer_length': (0x25, (('dst', 'ri'), ('src', 'rr'), ), False),
     'buffer_subview': (0x26, (('dst', 'rr'), ('src', 'rr'), ('offset', 'ri'), ('length', 'ri'), ), False),
+    'buffer_alloc': (0x27, (('dst', 'rr'), ('length', 'ri'), ), False),
+    'buffer_free': (0x28, (('src', 'rr'), ), False),
     'dispatch': (0x30, (('executable', 'u16'), ('entry_point', 'u16'), ('workgroups_x', 'ri'), ('workgroups_y', 'ri'), ('workgroups_z', 'ri'), ('push_constants', 'list_ri'), ('bindings', 'list_rr'), ), False),
     'and_i64': (0x40, (('dst', 'ri'), ('lhs', 'ri'), ('rhs', 'ri'), ), False),
     'or_i64': (0x41, (('dst', 'ri'), ('lhs', 'ri'), ('rhs', 'ri'), ), False),

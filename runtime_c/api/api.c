@@ -20,6 +20,9 @@ struct irp_module_t {
   irp_vm_state_t state;
   irp_vm_ref_t* input_refs;  /* max inputs over functions */
   irp_vm_ref_t* output_refs; /* max outputs over functions */
+  int64_t* i64_values;       /* max i64 inputs / outputs over functions: dims passed in and returned */
+  irp_vm_pool_t pool;
+  void* pool_storage;        /* the pool's region and block table (vm/pool.h) */
   irp_vm_entry_profile_t* profile; /* one slot per loaded entry point; state.profile points here when on */
 };
 
@@ -65,6 +68,27 @@ static irp_status_t irp_module_allocate_state(irp_module_t* module) {
   }
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, arena_bytes, 1, IRP_ARENA_ALIGNMENT, diag,
                                           (void**)&module->state.arena));
+  size_t pool_region = 0;
+  size_t pool_bytes = irp_vm_pool_storage_bytes(vm->pool_size, &pool_region);
+  if (pool_bytes == 0) {
+    return IRP_FAIL(diag, IRP_OUT_OF_MEMORY, "module '%s' asks for a pool of %llu bytes", vm->name,
+                    (unsigned long long)vm->pool_size);
+  }
+  /* Not zeroed (pool blocks' contents are undefined): a large pool costs no memory until used. */
+  module->pool_storage = allocator->alloc(allocator->ctx, pool_bytes, IRP_ARENA_ALIGNMENT);
+  if (module->pool_storage == NULL) {
+    return IRP_FAIL(diag, IRP_OUT_OF_MEMORY, "module '%s': out of memory allocating its %llu-byte pool", vm->name,
+                    (unsigned long long)vm->pool_size);
+  }
+  irp_vm_pool_init(&module->pool, (uint8_t*)module->pool_storage, vm->pool_size);
+  module->state.pool = &module->pool;
+  size_t max_i64_values = 0;
+  for (int32_t i = 0; i < vm->function_count; ++i) {
+    if (vm->functions[i].i64_input_count > max_i64_values) max_i64_values = vm->functions[i].i64_input_count;
+    if (vm->functions[i].i64_output_count > max_i64_values) max_i64_values = vm->functions[i].i64_output_count;
+  }
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, max_i64_values, sizeof(int64_t), 8, diag,
+                                          (void**)&module->i64_values));
   /* One register window per possible call level (vm/interp.h), so a call never allocates. */
   size_t depth = vm->call_depth > 0 ? vm->call_depth : 1;
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, depth * vm->max_i64_registers, sizeof(int64_t), 8, diag,
@@ -108,6 +132,8 @@ void irp_module_release(irp_module_t* module) {
   irp_vm_module_free(allocator, &module->vm);
   irp_free(allocator, module->profile);
   irp_free(allocator, module->state.arena);
+  irp_free(allocator, module->pool_storage);
+  irp_free(allocator, module->i64_values);
   irp_free(allocator, module->state.i64_registers);
   irp_free(allocator, module->state.ref_registers);
   irp_free(allocator, module->state.frames);
@@ -153,12 +179,13 @@ int32_t irp_function_output_count(const irp_module_t* module, int32_t function) 
   return f != NULL ? f->output_count : -1;
 }
 
+/* A signature as a view: dynamic dims are -1 and the length 0 (unknown) when there are any. */
 static void irp_sig_to_view(const irp_vm_tensor_sig_t* sig, irp_buffer_view_t* out_view) {
   memset(out_view, 0, sizeof(*out_view));
   out_view->dtype = sig->dtype;
   out_view->rank = sig->rank;
   for (int32_t i = 0; i < sig->rank; ++i) out_view->shape[i] = sig->shape[i];
-  out_view->length = sig->byte_length;
+  out_view->length = sig->dynamic_count == 0 ? sig->byte_length : 0;
 }
 
 static irp_status_t irp_describe(const irp_module_t* module, int32_t function, int32_t index, bool input,
@@ -186,6 +213,26 @@ irp_status_t irp_function_output(const irp_module_t* module, int32_t function, i
   return irp_describe(module, function, index, false, out_view, out_name);
 }
 
+static const char* irp_dim_name(const irp_module_t* module, int32_t function, int32_t index, int32_t axis,
+                                bool input) {
+  const irp_vm_function_t* f = irp_function_at(module, function);
+  if (f == NULL || index < 0 || index >= (input ? f->input_count : f->output_count)) return NULL;
+  const irp_vm_tensor_sig_t* sig = input ? &f->inputs[index] : &f->outputs[index];
+  return axis >= 0 && axis < sig->rank ? sig->dim_names[axis] : NULL;
+}
+
+const char* irp_function_input_dim_name(const irp_module_t* module, int32_t function, int32_t index, int32_t axis) {
+  return irp_dim_name(module, function, index, axis, true);
+}
+
+const char* irp_function_output_dim_name(const irp_module_t* module, int32_t function, int32_t index, int32_t axis) {
+  return irp_dim_name(module, function, index, axis, false);
+}
+
+size_t irp_module_peak_bytes(const irp_module_t* module) {
+  return module != NULL ? (size_t)module->vm.arena_size + (size_t)module->pool.high_water : 0;
+}
+
 size_t irp_module_arena_size(const irp_module_t* module) {
   return module != NULL ? (size_t)module->vm.arena_size : 0;
 }
@@ -207,6 +254,18 @@ static void irp_format_shape(const int64_t* shape, int32_t rank, char* buffer, s
   }
 }
 
+/* "dim 1 (seq)" or "dim 1" for an unnamed one. */
+static void irp_format_dim(const irp_vm_tensor_sig_t* sig, int32_t axis, char* buffer, size_t capacity) {
+  if (sig->dim_names[axis][0] != '\0') {
+    snprintf(buffer, capacity, "dim %" PRId32 " (%s)", axis, sig->dim_names[axis]);
+  } else {
+    snprintf(buffer, capacity, "dim %" PRId32, axis);
+  }
+}
+
+/* The dynamic dims of one call go to the VM as i64 inputs; no dim may make a u32 push constant wrap. */
+#define IRP_MAX_DYNAMIC_DIM ((int64_t)INT32_MAX)
+
 static irp_status_t irp_check_input(const irp_module_t* module, const irp_vm_function_t* f, int32_t index,
                                     const irp_buffer_view_t* view) {
   irp_diag_t* diag = &module->runtime->diag;
@@ -216,21 +275,105 @@ static irp_status_t irp_check_input(const irp_module_t* module, const irp_vm_fun
                     f->name, index, sig->name, (int)view->dtype, (int)sig->dtype);
   }
   bool same_shape = view->rank == sig->rank;
-  for (int32_t i = 0; same_shape && i < sig->rank; ++i) same_shape = view->shape[i] == sig->shape[i];
+  for (int32_t i = 0; same_shape && i < sig->rank; ++i) {
+    same_shape = sig->shape[i] == IRP_VM_DYNAMIC_DIM ? view->shape[i] >= 0 : view->shape[i] == sig->shape[i];
+  }
   if (!same_shape) {
     char got[160] = "?", expected[160];
     if (view->rank >= 0 && view->rank <= IRP_MAX_RANK) irp_format_shape(view->shape, view->rank, got, sizeof(got));
     irp_format_shape(sig->shape, sig->rank, expected, sizeof(expected));
-    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %" PRId32 " '%s' has shape [%s] but the signature expects [%s]",
-                    f->name, index, sig->name, got, expected);
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %" PRId32 " '%s' has shape [%s] but the signature expects [%s]%s",
+                    f->name, index, sig->name, got, expected, sig->dynamic_count > 0 ? " (-1: any size)" : "");
   }
-  if (view->length != sig->byte_length) {
-    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %" PRId32 " '%s' is %zu bytes but the signature needs %zu",
-                    f->name, index, sig->name, view->length, sig->byte_length);
+  size_t bytes = sig->byte_length;
+  for (int32_t i = 0; i < sig->rank; ++i) {
+    if (sig->shape[i] != IRP_VM_DYNAMIC_DIM) continue;
+    int64_t dim = view->shape[i];
+    if (dim > IRP_MAX_DYNAMIC_DIM) {
+      char what[96];
+      irp_format_dim(sig, i, what, sizeof(what));
+      return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %" PRId32 " '%s' %s is %lld, more than the %lld this runtime allows",
+                      f->name, index, sig->name, what, (long long)dim, (long long)IRP_MAX_DYNAMIC_DIM);
+    }
+    if (dim != 0 && bytes > SIZE_MAX / (uint64_t)dim) {
+      return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %" PRId32 " '%s': its byte size overflows", f->name, index,
+                      sig->name);
+    }
+    bytes *= (size_t)dim;
   }
-  if (view->data == NULL) {
+  if (view->length != bytes) {
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %" PRId32 " '%s' is %zu bytes but %s %zu",
+                    f->name, index, sig->name, view->length,
+                    sig->dynamic_count > 0 ? "its shape needs" : "the signature needs", bytes);
+  }
+  if (view->data == NULL && bytes > 0) {
     return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %" PRId32 " '%s' has no data (NULL)", f->name, index, sig->name);
   }
+  return IRP_OK;
+}
+
+/* Dynamic input dims with the same name must agree; collects them into module->i64_values in
+ * signature order. */
+static irp_status_t irp_collect_input_dims(irp_module_t* module, const irp_vm_function_t* f,
+                                           const irp_buffer_view_t* inputs) {
+  irp_diag_t* diag = &module->runtime->diag;
+  int32_t count = 0;
+  for (int32_t i = 0; i < f->input_count; ++i) {
+    const irp_vm_tensor_sig_t* sig = &f->inputs[i];
+    for (int32_t axis = 0; axis < sig->rank; ++axis) {
+      if (sig->shape[axis] != IRP_VM_DYNAMIC_DIM) continue;
+      const char* name = sig->dim_names[axis];
+      /* The first earlier dim of the same name: every earlier one already agrees with it. */
+      for (int32_t j = 0; name[0] != '\0' && j <= i; ++j) {
+        const irp_vm_tensor_sig_t* other = &f->inputs[j];
+        int32_t end = j == i ? axis : other->rank;
+        int32_t found = -1;
+        for (int32_t b = 0; b < end && found < 0; ++b) {
+          if (other->shape[b] == IRP_VM_DYNAMIC_DIM && strcmp(other->dim_names[b], name) == 0) found = b;
+        }
+        if (found < 0) continue;
+        if (inputs[j].shape[found] != inputs[i].shape[axis]) {
+          return IRP_FAIL(diag, IRP_INVALID_ARGUMENT,
+                          "%s: input '%s' dim %" PRId32 " (%s) is %lld but input '%s' dim %" PRId32 " (%s) is %lld",
+                          f->name, sig->name, axis, name, (long long)inputs[i].shape[axis], other->name, found, name,
+                          (long long)inputs[j].shape[found]);
+        }
+        break;
+      }
+      module->i64_values[count++] = inputs[i].shape[axis];
+    }
+  }
+  return IRP_OK;
+}
+
+/* Output i: its shape from the signature and the returned dims (from *io_next on), checked against
+ * the returned buffer's length. */
+static irp_status_t irp_fill_output(irp_module_t* module, const irp_vm_function_t* f, int32_t index,
+                                    const irp_vm_ref_t* ref, int32_t* io_next, irp_buffer_view_t* out_view) {
+  irp_diag_t* diag = &module->runtime->diag;
+  const irp_vm_tensor_sig_t* sig = &f->outputs[index];
+  irp_sig_to_view(sig, out_view);
+  size_t bytes = sig->byte_length;
+  for (int32_t axis = 0; axis < sig->rank; ++axis) {
+    if (sig->shape[axis] != IRP_VM_DYNAMIC_DIM) continue;
+    int64_t dim = module->i64_values[(*io_next)++];
+    if (dim < 0 || (dim != 0 && bytes > SIZE_MAX / (uint64_t)dim)) {
+      char what[96];
+      irp_format_dim(sig, axis, what, sizeof(what));
+      return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: output %" PRId32 " '%s' %s came back as %lld", f->name, index,
+                      sig->name, what, (long long)dim);
+    }
+    out_view->shape[axis] = dim;
+    bytes *= (size_t)dim;
+  }
+  if (ref->length != bytes) {
+    char shape[160];
+    irp_format_shape(out_view->shape, out_view->rank, shape, sizeof(shape));
+    return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: output %" PRId32 " '%s' is %zu bytes but its shape [%s] needs %zu",
+                    f->name, index, sig->name, ref->length, shape, bytes);
+  }
+  out_view->data = ref->data;
+  out_view->length = ref->length;
   return IRP_OK;
 }
 
@@ -258,19 +401,18 @@ irp_status_t irp_call(irp_module_t* module, int32_t function, const irp_buffer_v
   }
   for (int32_t i = 0; i < input_count; ++i) {
     IRP_RETURN_IF_ERROR(irp_check_input(module, f, i, &inputs[i]));
-    irp_vm_ref_t ref = {(uint8_t*)inputs[i].data, inputs[i].length, true};
+    /* An empty input may come without data; a ref needs a pointer to count as set. */
+    uint8_t* data = inputs[i].data != NULL ? (uint8_t*)inputs[i].data : module->pool.base;
+    irp_vm_ref_t ref = {data, inputs[i].length, true};
     module->input_refs[i] = ref;
   }
-  IRP_RETURN_IF_ERROR(irp_vm_invoke(&module->vm, &module->state, function, module->input_refs,
-                                    module->output_refs, diag));
+  IRP_RETURN_IF_ERROR(irp_collect_input_dims(module, f, inputs));
+  irp_vm_pool_reset(&module->pool);
+  IRP_RETURN_IF_ERROR(irp_vm_invoke(&module->vm, &module->state, function, module->input_refs, module->i64_values,
+                                    module->output_refs, module->i64_values, diag));
+  int32_t next_dim = 0;
   for (int32_t i = 0; i < output_count; ++i) {
-    const irp_vm_tensor_sig_t* sig = &f->outputs[i];
-    if (module->output_refs[i].length != sig->byte_length) {
-      return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: output %" PRId32 " '%s' is %zu bytes but the signature says %zu",
-                      f->name, i, sig->name, module->output_refs[i].length, sig->byte_length);
-    }
-    irp_sig_to_view(sig, &out_outputs[i]);
-    out_outputs[i].data = module->output_refs[i].data;
+    IRP_RETURN_IF_ERROR(irp_fill_output(module, f, i, &module->output_refs[i], &next_dim, &out_outputs[i]));
   }
   return IRP_OK;
 }

@@ -8,10 +8,13 @@
  * - The caller owns the module bytes and must keep them alive and unchanged until the module is
  *   released: constants are used in place, never copied.
  * - The runtime allocates only through the allocator given to irp_runtime_create, and only while
- *   creating objects (module load sizes the arena, the registers and the kernel code once);
- *   irp_call never allocates.
- * - Output views returned by irp_call point into the module's arena and stay valid until the next
- *   irp_call on the same module or its release.
+ *   creating objects (module load sizes the arena, the pool, the registers and the kernel code
+ *   once); irp_call never allocates.
+ * - Output views returned by irp_call point into the module's arena or pool and stay valid until
+ *   the next irp_call on the same module or its release.
+ * Dynamic shapes (docs/dynamic_shapes.md): a signature dim of -1 takes any size; each call's inputs
+ * give their sizes, dynamic dims with the same name must agree, and outputs come back with their
+ * real shapes.
  * Nothing here is thread-safe; use one runtime per thread. */
 #ifndef IREE_PY_RUNTIME_H_
 #define IREE_PY_RUNTIME_H_
@@ -30,7 +33,7 @@ typedef enum irp_status_e {
   IRP_OUT_OF_MEMORY = 3,
   IRP_NOT_FOUND = 4,         /* no such function */
   IRP_UNSUPPORTED = 5,       /* e.g. no executable for this architecture */
-  IRP_RUNTIME_FAILURE = 6,   /* a kernel or a `fail` instruction reported an error */
+  IRP_RUNTIME_FAILURE = 6,   /* a kernel, a `check` or a `fail` instruction reported an error */
 } irp_status_t;
 
 /* Allocation is the caller's: alloc(ctx, size, alignment) returns NULL on failure. */
@@ -86,20 +89,29 @@ irp_status_t irp_module_find_function(const irp_module_t* module, const char* na
 const char* irp_function_name(const irp_module_t* module, int32_t function);
 int32_t irp_function_input_count(const irp_module_t* module, int32_t function);
 int32_t irp_function_output_count(const irp_module_t* module, int32_t function);
-/* Fills dtype, rank and shape (data = NULL, length = byte size) of input/output `index`. */
+/* Fills dtype, rank and shape (data = NULL, length = byte size) of input/output `index`. A dynamic
+ * dim is -1, and the length of a tensor with dynamic dims is 0. */
 irp_status_t irp_function_input(const irp_module_t* module, int32_t function, int32_t index,
                                 irp_buffer_view_t* out_view, const char** out_name);
 irp_status_t irp_function_output(const irp_module_t* module, int32_t function, int32_t index,
                                  irp_buffer_view_t* out_view, const char** out_name);
+/* The name of dim `axis` of input/output `index` ("batch", "seq + 1"): "" for a static or unnamed
+ * dim, NULL when there is no such function, tensor or axis. */
+const char* irp_function_input_dim_name(const irp_module_t* module, int32_t function, int32_t index, int32_t axis);
+const char* irp_function_output_dim_name(const irp_module_t* module, int32_t function, int32_t index, int32_t axis);
 /* Bytes of arena the module reserved (its memory plan). */
 size_t irp_module_arena_size(const irp_module_t* module);
+/* Peak memory of the latest irp_call: the arena plus the most of the pool that call used (the
+ * highest end of a pool block it held; 0 before any call). */
+size_t irp_module_peak_bytes(const irp_module_t* module);
 /* Module state (variables a stateful model keeps across calls, docs/state.md) lives in the arena,
  * which load zeroes and calls never clear. Zeroes the whole arena: the next call starts as the
  * first call after load did. Output views of earlier calls then read zeros. */
 irp_status_t irp_module_reset_state(irp_module_t* module);
 
-/* Calls `function` with input_count inputs, checked against the signature (count, dtype, shape,
- * length). On success fills output_count views that point into the module's arena. */
+/* Calls `function` with input_count inputs, checked against the signature (count, dtype, rank,
+ * static dims, length == product of the dims x element size, same-named dynamic dims equal). On
+ * success fills output_count views (real shapes) that point into the module's arena or pool. */
 irp_status_t irp_call(irp_module_t* module, int32_t function, const irp_buffer_view_t* inputs,
                       int32_t input_count, irp_buffer_view_t* out_outputs, int32_t output_count);
 

@@ -21,6 +21,7 @@ from iree_py.module.model import (Constant, EntryPoint, Executable, Function, Me
                                   Module, TensorSig)
 from iree_py.module.writer import write_module  # noqa: E402
 from iree_py.vm.encoder import BytecodeBuilder, Label  # noqa: E402
+from dynamic_test_modules import dynamic_functions, dynamic_module  # noqa: E402
 
 N = 100  # elements of the add test
 F32 = DType.f32
@@ -102,6 +103,14 @@ def runtime_failure_functions() -> list[Function]:
         simple_function("copy_to_constant", lambda c: (c.emit("buffer_constant", 1, 0),
                                                        c.emit("buffer_copy", 1, 0),
                                                        c.emit("ret", [])), inputs=[x]),
+        # a 0-workgroup grid runs no kernel (fail_if_negative would fail), but bindings are still checked
+        simple_function("empty_grid", lambda c: (c.emit("const_i64", 0, 0),
+                                                 c.emit("dispatch", 0, 2, 0, 0, 0, [], [0]),
+                                                 c.emit("ret", [])), inputs=[x]),
+        simple_function("empty_grid_short_binding", lambda c: (c.emit("buffer_arena", 1, 0, 8),
+                                                               c.emit("const_i64", 0, 0),
+                                                               c.emit("dispatch", 0, 0, 0, 0, 0, [0], [0, 1, 0]),
+                                                               c.emit("ret", [])), inputs=[x]),
         simple_function("copy_input", lambda c: (c.emit("buffer_arena", 1, 0, 16),
                                                  c.emit("buffer_copy", 1, 0),
                                                  c.emit("ret", [1])), inputs=[x], outputs=[out]),
@@ -281,13 +290,23 @@ def bad_modules(arch: str, kernels: bytes, undefined_kernels: bytes | None) -> l
          INVALID_MODULE, "f: bytecode at 0: ret_i64 passes 0 i64 results, expected 1"),
         ("exported_i64", with_function(base, Function("f", [], [], 2, 0, b"\x06\x01\x00\x00\x00",
                                                       i64_input_count=1, i64_output_count=1)),
-         INVALID_MODULE, "f: exported but takes 1 and returns 1 i64 values"),
+         INVALID_MODULE, "f: exported with 1 i64 inputs and 1 i64 outputs but its signature has 0 dynamic input "
+                         "dims and 0 dynamic output dims"),
+        ("dynamic_i64_count", with_function(base, replace(dynamic_functions()[0], i64_input_count=0)),
+         INVALID_MODULE, "copy_rows: exported with 0 i64 inputs and 1 i64 outputs but its signature has 1 dynamic "
+                         "input dims and 1 dynamic output dims"),
+        ("dynamic_out_count", with_function(base, replace(dynamic_functions()[1], i64_output_count=2)),
+         INVALID_MODULE, "concat: exported with 2 i64 inputs and 2 i64 outputs but its signature has 2 dynamic "
+                         "input dims and 1 dynamic output dims"),
+        ("static_dim_named", bytecode_case(base, lambda c: c.emit("ret", []),
+                                           inputs=[TensorSig("d", F32, (2, 3), dim_names=("", "k"))]),
+         INVALID_MODULE, "input 0 'd' dim 1 is static (3) but named 'k'"),
         ("inputs_exceed_refs", bytecode_case(base, lambda c: c.emit("ret", []), inputs=[x] * 5),
          INVALID_MODULE, "5 inputs do not fit its 4 ref registers"),
         ("rank", bytecode_case(base, lambda c: c.emit("ret", []), inputs=[TensorSig("big", F32, (1,) * 9)]),
          INVALID_MODULE, "input 0 'big' has rank 9, more than the maximum 8"),
-        ("negative_dim", bytecode_case(base, lambda c: c.emit("ret", []), inputs=[TensorSig("d", F32, (2, -1))]),
-         INVALID_MODULE, "input 0 'd' has negative dim -1 at axis 1"),
+        ("negative_dim", bytecode_case(base, lambda c: c.emit("ret", []), inputs=[TensorSig("d", F32, (2, -2))]),
+         INVALID_MODULE, "input 0 'd' has negative dim -2 at axis 1 (only -1, dynamic, is allowed)"),
         ("min_lengths", with_entry_points(base, [EntryPoint("add_f32", 3, 1, [16]), *eps[1:]]),
          INVALID_MODULE, "entry point 'add_f32' has 1 binding_min_lengths for 3 bindings"),
         ("no_arch", replace(base, executables=[replace(base.executables[0], arch=OTHER_ARCH[arch])]),
@@ -363,6 +382,7 @@ def main() -> None:
     kernels = Path(args.kernels).read_bytes()
     undefined = Path(args.undefined_kernels).read_bytes() if args.undefined_kernels else None
     (out / "good.vmfb").write_bytes(write_module(good_module(args.arch, kernels)))
+    (out / "dynamic.vmfb").write_bytes(write_module(dynamic_module()))
     symbolic = with_symbolic_relocations(kernels, args.arch)
     (out / "symbolic_good.vmfb").write_bytes(write_module(good_module(args.arch, symbolic)))
     small = write_module(small_module(args.arch, kernels))

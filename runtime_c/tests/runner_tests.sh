@@ -29,7 +29,24 @@ $RUN "$DIR/good.vmfb" --input="$TMP/a.bin" --input="$TMP/b.bin" --print --repeat
 grep -q "= 0 1.5 3 4.5" "$TMP/print.txt" || fail "--print values: $(cat "$TMP/print.txt")"
 grep -q "main: 3 calls, median" "$TMP/print.txt" || fail "--repeat timing line"
 
+# dynamic dims: the input's shape after its --input, the outputs' real shapes written back
+python3 -c "import struct; open('$TMP/five.bin', 'wb').write(struct.pack('<5f', 1, 2, 3, 4, 5)); open('$TMP/two.bin', 'wb').write(struct.pack('<2f', 6, 7))"
+$RUN "$DIR/dynamic.vmfb" --function=concat --input="$TMP/five.bin" --shape=5 --input="$TMP/two.bin" --shape=2 \
+    --output="$TMP/c.bin" --output-shapes="$TMP/shapes.txt" --stats > "$TMP/stats.txt" || fail "run concat"
+[ "$(cat "$TMP/shapes.txt")" = "7" ] || fail "concat output shape: $(cat "$TMP/shapes.txt")"
+python3 -c "import struct, sys; sys.exit(struct.unpack('<7f', open('$TMP/c.bin', 'rb').read()) != (1, 2, 3, 4, 5, 6, 7))" \
+    || fail "concat output values"
+grep -q "peak memory: 128 bytes" "$TMP/stats.txt" || fail "--stats: $(cat "$TMP/stats.txt")"
+$RUN --info "$DIR/dynamic.vmfb" --function=concat > "$TMP/info.txt" || fail "--info dynamic"
+grep -q "output 0 'c': f32\[-1\] (0 bytes) dims {n + m}" "$TMP/info.txt" || fail "--info dynamic: $(cat "$TMP/info.txt")"
+
 set +e
+$RUN "$DIR/dynamic.vmfb" --function=concat --input="$TMP/five.bin" --input="$TMP/two.bin" 2> "$TMP/err.txt"
+[ $? -eq 2 ] || fail "dynamic input without --shape: exit code"
+grep -q "input 0 'a' has dynamic dims: give its shape with --shape" "$TMP/err.txt" || fail "no --shape message"
+$RUN "$DIR/dynamic.vmfb" --function=same_n --input="$TMP/five.bin" --shape=5 --input="$TMP/two.bin" --shape=2 2> "$TMP/err.txt"
+[ $? -eq 1 ] || fail "inconsistent dims: exit code"
+grep -q "input 'b' dim 0 (n) is 2 but input 'a' dim 0 (n) is 5" "$TMP/err.txt" || fail "inconsistent dims: $(cat "$TMP/err.txt")"
 $RUN "$DIR/good.vmfb" --input="$TMP/short.bin" --input="$TMP/b.bin" 2> "$TMP/err.txt"
 [ $? -eq 1 ] || fail "short input: exit code"
 grep -q "input 0 'a' needs 400 bytes" "$TMP/err.txt" || fail "short input message: $(cat "$TMP/err.txt")"

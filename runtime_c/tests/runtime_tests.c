@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../api/iree_py_runtime.h"
+#include "../vm/pool.h"
 
 static int g_failures = 0;
 static const char* g_dir = ".";
@@ -186,6 +187,10 @@ static void test_call_errors(void) {
                     "kernel_fails: kernel 'fail_if_negative' failed with code 7");
   expect_call_error(module, runtime, "short_binding", &x_view, 1, 0, IRP_RUNTIME_FAILURE,
                     "binding 1 is 8 bytes but the entry point needs at least 16");
+  CHECK(irp_call(module, find(module, "empty_grid"), &x_view, 1, NULL, 0) == IRP_OK,
+        "empty_grid (x[0] < 0 but no workgroup runs): %s", irp_runtime_error_message(runtime));
+  expect_call_error(module, runtime, "empty_grid_short_binding", &x_view, 1, 0, IRP_RUNTIME_FAILURE,
+                    "binding 1 is 8 bytes but the entry point needs at least 16");
   expect_call_error(module, runtime, "unset_ref", NULL, 0, 0, IRP_RUNTIME_FAILURE,
                     "dispatch reads ref register 3, which holds no buffer");
   expect_call_error(module, runtime, "copy_mismatch", &x_view, 1, 1, IRP_RUNTIME_FAILURE,
@@ -333,6 +338,110 @@ static void test_corruption(void) {
   free(bytes.data);
 }
 
+/* The pool allocator alone: first fit, 64-byte blocks, merging on free, running out of space or slots. */
+static void test_pool(void) {
+  enum { SIZE = 64 * (IRP_POOL_MAX_BLOCKS + 4) };
+  size_t region = 0;
+  size_t bytes = irp_vm_pool_storage_bytes(SIZE, &region);
+  uint8_t* storage = NULL;
+  CHECK(bytes > SIZE && region == SIZE && posix_memalign((void**)&storage, 64, bytes) == 0, "pool storage");
+  if (storage == NULL) return;
+  irp_vm_pool_t pool;
+  irp_vm_pool_init(&pool, storage, SIZE);
+  uint8_t* a = irp_vm_pool_alloc(&pool, 1);
+  uint8_t* b = irp_vm_pool_alloc(&pool, 100);
+  uint8_t* c = irp_vm_pool_alloc(&pool, 64);
+  CHECK(a == storage && b == storage + 64 && c == storage + 192, "first fit: %p %p %p", (void*)a, (void*)b, (void*)c);
+  CHECK(pool.used_bytes == 256 && pool.high_water == 256, "used %llu high water %llu",
+        (unsigned long long)pool.used_bytes, (unsigned long long)pool.high_water);
+  CHECK(irp_vm_pool_alloc(&pool, 0) == storage, "zero-length alloc: the region start, no block");
+  CHECK(irp_vm_pool_free(&pool, storage, 0) == IRP_VM_POOL_FREED, "free of a zero-length view");
+  CHECK(irp_vm_pool_free(&pool, b + 4, 8) == IRP_VM_POOL_NOT_A_BLOCK, "free inside a block");
+  CHECK(irp_vm_pool_free(&pool, storage - 64, 8) == IRP_VM_POOL_NOT_A_BLOCK, "free outside the pool");
+  CHECK(irp_vm_pool_free(&pool, b, 100) == IRP_VM_POOL_FREED, "free b");
+  CHECK(irp_vm_pool_free(&pool, b, 100) == IRP_VM_POOL_ALREADY_FREE, "double free of b");
+  CHECK(irp_vm_pool_alloc(&pool, 64) == b, "the freed block is reused first");
+  CHECK(irp_vm_pool_alloc(&pool, SIZE) == NULL, "larger than the free space");
+  irp_vm_pool_reset(&pool);
+  CHECK(pool.block_count == 1 && pool.used_bytes == 0 && pool.high_water == 0, "reset empties the pool");
+  /* Every 1-byte block takes a slot; the remainder needs one more. */
+  int allocated = 0;
+  while (irp_vm_pool_alloc(&pool, 1) != NULL) ++allocated;
+  CHECK(allocated == IRP_POOL_MAX_BLOCKS - 1, "%d blocks before the slots ran out", allocated);
+  CHECK(pool.size - pool.used_bytes == 5 * 64, "free bytes %llu", (unsigned long long)(pool.size - pool.used_bytes));
+  CHECK(irp_vm_pool_alloc(&pool, 5 * 64) != NULL, "an exact fit needs no new slot");
+  for (int i = 0; i < IRP_POOL_MAX_BLOCKS; ++i) (void)irp_vm_pool_free(&pool, storage + 64 * i, 1);
+  CHECK(pool.block_count == 1 && pool.used_bytes == 0, "all freed: merged into %u block(s)", pool.block_count);
+  CHECK(irp_vm_pool_alloc(&pool, SIZE) == storage, "the whole pool in one block after merging");
+  free(storage);
+}
+
+/* dynamic.vmfb (tests/dynamic_test_modules.py): -1 dims in, real shapes out, named dims, the pool. */
+static void test_dynamic(void) {
+  irp_runtime_t* runtime = make_runtime();
+  bytes_t bytes = read_module("dynamic.vmfb");
+  irp_module_t* module = NULL;
+  if (irp_module_load(runtime, bytes.data, bytes.length, &module) != IRP_OK) {
+    CHECK(0, "load dynamic.vmfb: %s", irp_runtime_error_message(runtime));
+    free(bytes.data);
+    irp_runtime_release(runtime);
+    return;
+  }
+  float a[64], b[64];
+  for (int i = 0; i < 64; ++i) a[i] = (float)i, b[i] = 100.0f + (float)i;
+  static const int64_t sizes[][2] = {{3, 4}, {0, 5}, {6, 0}, {0, 0}, {17, 30}};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; ++k) {
+    irp_buffer_view_t inputs[2] = {f32_view(a, sizes[k][0], 0), f32_view(b, sizes[k][1], 0)};
+    irp_buffer_view_t out;
+    irp_status_t status = irp_call(module, find(module, "concat"), inputs, 2, &out, 1);
+    int64_t n = sizes[k][0], m = sizes[k][1];
+    CHECK(status == IRP_OK && out.rank == 1 && out.shape[0] == n + m && out.length == (size_t)(n + m) * 4,
+          "concat %lld + %lld: %s", (long long)n, (long long)m, irp_runtime_error_message(runtime));
+    if (status != IRP_OK) continue;
+    CHECK(memcmp(out.data, a, (size_t)n * 4) == 0 && memcmp((float*)out.data + n, b, (size_t)m * 4) == 0,
+          "concat %lld + %lld: values", (long long)n, (long long)m);
+    size_t pool_bytes = (size_t)((n + m) * 4 + 63) / 64 * 64;
+    CHECK(irp_module_peak_bytes(module) == irp_module_arena_size(module) + pool_bytes, "peak %zu",
+          irp_module_peak_bytes(module));
+  }
+  CHECK(strcmp(irp_function_output_dim_name(module, find(module, "concat"), 0, 0), "n + m") == 0, "output dim name");
+  irp_buffer_view_t rows = f32_view(a, 4, 3), out;
+  CHECK(irp_call(module, find(module, "copy_rows"), &rows, 1, &out, 1) == IRP_OK && out.rank == 2 &&
+            out.shape[0] == 4 && out.shape[1] == 3 && memcmp(out.data, a, 48) == 0,
+        "copy_rows: %s", irp_runtime_error_message(runtime));
+  rows = f32_view(a, 4, 2);
+  expect_call_error(module, runtime, "copy_rows", &rows, 1, 1, IRP_INVALID_ARGUMENT,
+                    "input 0 'x' has shape [4, 2] but the signature expects [-1, 3] (-1: any size)");
+  rows = f32_view(a, 12, 0);
+  expect_call_error(module, runtime, "copy_rows", &rows, 1, 1, IRP_INVALID_ARGUMENT,
+                    "input 0 'x' has shape [12] but the signature expects [-1, 3]");
+  rows = f32_view(a, 4, 3);
+  rows.length = 44;
+  expect_call_error(module, runtime, "copy_rows", &rows, 1, 1, IRP_INVALID_ARGUMENT,
+                    "input 0 'x' is 44 bytes but its shape needs 48");
+  rows = f32_view(a, 100, 3);
+  expect_call_error(module, runtime, "copy_rows", &rows, 1, 1, IRP_OUT_OF_MEMORY,
+                    "buffer_alloc of 1200 bytes does not fit the 1024-byte pool (1024 bytes free");
+  irp_buffer_view_t pair[2] = {f32_view(a, 7, 0), f32_view(b, 9, 0)};
+  expect_call_error(module, runtime, "same_n", pair, 2, 1, IRP_INVALID_ARGUMENT,
+                    "input 'b' dim 0 (n) is 9 but input 'a' dim 0 (n) is 7");
+  irp_buffer_view_t x = f32_view(a, 9, 0);
+  expect_call_error(module, runtime, "checked", &x, 1, 1, IRP_RUNTIME_FAILURE,
+                    "model check failed: input 'x' dim 0 (n) must be at most 8");
+  expect_call_error(module, runtime, "double_free", &x, 1, 0, IRP_RUNTIME_FAILURE, "a pool block already freed");
+  expect_call_error(module, runtime, "free_input", &x, 1, 0, IRP_RUNTIME_FAILURE, "not a block buffer_alloc returned");
+  expect_call_error(module, runtime, "negative_dim", &x, 1, 1, IRP_RUNTIME_FAILURE,
+                    "output 0 'y' dim 0 (n) came back as -1");
+  /* An empty input may come without data. */
+  irp_buffer_view_t empty = f32_view(NULL, 0, 3);
+  CHECK(irp_call(module, find(module, "copy_rows"), &empty, 1, &out, 1) == IRP_OK && out.shape[0] == 0 &&
+            out.length == 0 && out.data != NULL,
+        "copy_rows of an empty input: %s", irp_runtime_error_message(runtime));
+  irp_module_release(module);
+  irp_runtime_release(runtime);
+  free(bytes.data);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: runtime_tests DIR_OF_TEST_MODULES\n");
@@ -343,6 +452,8 @@ int main(int argc, char** argv) {
   test_add_and_scale("symbolic_good.vmfb"); /* relocated through the symbol table (R_*_64) */
   test_add_and_scale("flat_good.vmfb");
   test_call_errors();
+  test_pool();
+  test_dynamic();
   test_bad_modules();
   test_out_of_memory();
   test_corruption();

@@ -1,10 +1,13 @@
 /* irp-run: load a module, feed it inputs from raw files, run a function, write its outputs.
  *
- *   irp-run MODULE.vmfb [--function=NAME] [--input=FILE.bin]... [--output=FILE.bin]...
- *           [--repeat=N] [--print]
+ *   irp-run MODULE.vmfb [--function=NAME] [--input=FILE.bin [--shape=DxDx...]]... [--output=FILE.bin]...
+ *           [--output-shapes=FILE.txt] [--repeat=N] [--print] [--stats]
  *   irp-run --info MODULE.vmfb
  *
- * Inputs are raw little-endian bytes; their dtype and shape come from the signature. Several sets
+ * Inputs are raw little-endian bytes; their dtype and shape come from the signature, except that an
+ * input with dynamic dims needs --shape right after its --input (all its dims, e.g. --shape=2x7).
+ * --output-shapes writes each output's real shape, one line per output, dims separated by spaces.
+ * --stats prints the peak memory of the (last) call: arena + pool high-water mark. Several sets
  * of inputs (k times the function's input count) make k calls in a row in one loaded module, so a
  * stateful module (docs/state.md) sees its state carried over; the outputs are the last call's.
  * Errors go to stderr: exit 1 for runtime errors, 2 for usage errors. */
@@ -22,7 +25,10 @@ typedef struct options_t {
   const char* module_path;
   const char* function;
   const char* inputs[MAX_FILES];
+  const char* input_shapes[MAX_FILES]; /* --shape after each --input, or NULL */
   int input_count;
+  const char* output_shapes;
+  int stats;
   const char* outputs[MAX_FILES];
   int output_count;
   long repeat;
@@ -35,8 +41,8 @@ static const char* const kDtypeNames[] = {"f32", "f64", "f16", "i8", "u8", "i16"
 static int usage(const char* problem) {
   fprintf(stderr, "irp-run: %s\n", problem);
   fprintf(stderr,
-          "usage: irp-run MODULE.vmfb [--function=NAME] [--input=FILE.bin]... [--output=FILE.bin]...\n"
-          "               [--repeat=N] [--print]\n"
+          "usage: irp-run MODULE.vmfb [--function=NAME] [--input=FILE.bin [--shape=DxD...]]... [--output=FILE.bin]...\n"
+          "               [--output-shapes=FILE.txt] [--repeat=N] [--print] [--stats]\n"
           "       irp-run --info MODULE.vmfb\n");
   return 2;
 }
@@ -51,6 +57,15 @@ static int parse_options(int argc, char** argv, options_t* options) {
     } else if (strncmp(arg, "--input=", 8) == 0) {
       if (options->input_count == MAX_FILES) return usage("too many --input");
       options->inputs[options->input_count++] = arg + 8;
+    } else if (strncmp(arg, "--shape=", 8) == 0) {
+      if (options->input_count == 0 || options->input_shapes[options->input_count - 1] != NULL) {
+        return usage("--shape must follow its --input (one per input)");
+      }
+      options->input_shapes[options->input_count - 1] = arg + 8;
+    } else if (strncmp(arg, "--output-shapes=", 16) == 0) {
+      options->output_shapes = arg + 16;
+    } else if (strcmp(arg, "--stats") == 0) {
+      options->stats = 1;
     } else if (strncmp(arg, "--output=", 9) == 0) {
       if (options->output_count == MAX_FILES) return usage("too many --output");
       options->outputs[options->output_count++] = arg + 9;
@@ -143,6 +158,18 @@ static void print_values(const irp_buffer_view_t* view) {
   printf("\n");
 }
 
+/* " dims {batch, seq + 1}" after a signature view with dynamic dims. */
+static void print_dim_names(irp_module_t* module, int function, int input, int index, const irp_buffer_view_t* view) {
+  int printed = 0;
+  for (int d = 0; d < view->rank; ++d) {
+    if (view->shape[d] >= 0) continue;
+    const char* name = input ? irp_function_input_dim_name(module, function, index, d)
+                             : irp_function_output_dim_name(module, function, index, d);
+    printf("%s%s", printed++ ? ", " : " dims {", name != NULL && name[0] != '\0' ? name : "?");
+  }
+  if (printed) printf("}");
+}
+
 static void print_signature(irp_module_t* module, int function) {
   printf("function %s\n", irp_function_name(module, function));
   for (int i = 0; i < irp_function_input_count(module, function); ++i) {
@@ -150,6 +177,7 @@ static void print_signature(irp_module_t* module, int function) {
     const char* name = "";
     irp_function_input(module, function, i, &view, &name);
     print_view("  input", i, name, &view);
+    print_dim_names(module, function, 1, i, &view);
     printf("\n");
   }
   for (int i = 0; i < irp_function_output_count(module, function); ++i) {
@@ -157,8 +185,52 @@ static void print_signature(irp_module_t* module, int function) {
     const char* name = "";
     irp_function_output(module, function, i, &view, &name);
     print_view("  output", i, name, &view);
+    print_dim_names(module, function, 0, i, &view);
     printf("\n");
   }
+}
+
+/* Parses "2x7x3" into view->shape (rank must match); returns 0 on success. */
+static int parse_shape(const char* text, irp_buffer_view_t* view) {
+  int rank = 0;
+  const char* at = text;
+  while (*at != '\0') {
+    char* end = NULL;
+    long long dim = strtoll(at, &end, 10);
+    if (end == at || dim < 0 || rank == IRP_MAX_RANK || (*end != 'x' && *end != '\0')) return 1;
+    view->shape[rank++] = dim;
+    at = *end == 'x' ? end + 1 : end;
+  }
+  return rank == view->rank ? 0 : 1;
+}
+
+/* The byte size of a view's shape (0 on overflow: callers compare it with a file's length). */
+static size_t shape_bytes(const irp_buffer_view_t* view, size_t element_size) {
+  size_t bytes = element_size;
+  for (int i = 0; i < view->rank; ++i) {
+    if (view->shape[i] != 0 && bytes > SIZE_MAX / (size_t)view->shape[i]) return 0;
+    bytes *= (size_t)view->shape[i];
+  }
+  return bytes;
+}
+
+/* Bytes per element of each irp_dtype_t, in enum order. */
+static size_t element_size_of(irp_dtype_t dtype) {
+  static const unsigned char sizes[] = {4, 8, 2, 1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  return (unsigned)dtype < sizeof sizes ? sizes[dtype] : 0;
+}
+
+static int write_output_shapes(const char* path, const irp_buffer_view_t* outputs, int output_count) {
+  FILE* file = fopen(path, "w");
+  if (file == NULL) {
+    fprintf(stderr, "irp-run: cannot write %s\n", path);
+    return 1;
+  }
+  for (int i = 0; i < output_count; ++i) {
+    for (int d = 0; d < outputs[i].rank; ++d) fprintf(file, "%s%lld", d ? " " : "", (long long)outputs[i].shape[d]);
+    fprintf(file, "\n");
+  }
+  return fclose(file) != 0;
 }
 
 static double now_us(void) {
@@ -212,6 +284,22 @@ static int run(irp_runtime_t* runtime, irp_module_t* module, const options_t* op
   for (int i = 0; i < options->input_count && code == 0; ++i) {
     const char* name = "";
     irp_function_input(module, function, i % input_count, &inputs[i], &name);
+    int dynamic = 0;
+    for (int d = 0; d < inputs[i].rank; ++d) dynamic |= inputs[i].shape[d] < 0;
+    if (options->input_shapes[i] != NULL) {
+      if (parse_shape(options->input_shapes[i], &inputs[i]) != 0) {
+        fprintf(stderr, "irp-run: input %d '%s': --shape=%s is not %d dims DxDx...\n", i, name,
+                options->input_shapes[i], inputs[i].rank);
+        code = 2;
+        break;
+      }
+      inputs[i].length = shape_bytes(&inputs[i], element_size_of(inputs[i].dtype));
+    } else if (dynamic) {
+      fprintf(stderr, "irp-run: input %d '%s' has dynamic dims: give its shape with --shape=DxDx... after its --input\n",
+              i, name);
+      code = 2;
+      break;
+    }
     size_t length = 0;
     input_data[i] = read_file(options->inputs[i], &length);
     if (input_data[i] == NULL) {
@@ -242,6 +330,10 @@ static int run(irp_runtime_t* runtime, irp_module_t* module, const options_t* op
   }
   for (int i = 0; i < options->output_count && code == 0; ++i) {
     code = write_file(options->outputs[i], outputs[i].data, outputs[i].length);
+  }
+  if (code == 0 && options->output_shapes != NULL) code = write_output_shapes(options->output_shapes, outputs, output_count);
+  if (code == 0 && options->stats) {
+    printf("peak memory: %zu bytes (arena %zu + pool)\n", irp_module_peak_bytes(module), irp_module_arena_size(module));
   }
   if (code == 0 && options->print) {
     print_signature(module, function);

@@ -306,11 +306,12 @@ static irp_status_t irp_return_to_caller(const irp_vm_module_t* module, const ir
   return IRP_OK;
 }
 
-/* `ret` (or `ret_i64` without i64 outputs) of the function the API called. */
+/* `ret` or `ret_i64` of the function the API called. */
 static irp_status_t irp_return(const irp_vm_function_t* function, const irp_vm_window_t* window,
                                const uint8_t* code, size_t pc, size_t insn_pc, uint8_t opcode,
-                               irp_vm_ref_t* out_results, irp_diag_t* diag) {
-  if (opcode == IRP_OP_RET_I64) pc += 1 + 2 * (size_t)code[pc]; /* no i64 outputs: verified */
+                               irp_vm_ref_t* out_results, int64_t* out_i64_results, irp_diag_t* diag) {
+  uint8_t i64_count = opcode == IRP_OP_RET_I64 ? READ_U8() : 0; /* == i64_output_count: verified */
+  for (uint8_t i = 0; i < i64_count; ++i) out_i64_results[i] = I64(READ_U16());
   uint8_t count = READ_U8();
   for (uint8_t i = 0; i < count; ++i) {
     uint16_t index = READ_U16();
@@ -318,6 +319,54 @@ static irp_status_t irp_return(const irp_vm_function_t* function, const irp_vm_w
     out_results[i] = REF(index);
   }
   return IRP_OK;
+}
+
+/* buffer_alloc: r[dst] = a pool block of `length` bytes. */
+static irp_status_t irp_buffer_alloc(const irp_vm_function_t* function, const irp_vm_window_t* window,
+                                     irp_vm_pool_t* pool, size_t insn_pc, uint16_t dst, int64_t length,
+                                     irp_diag_t* diag) {
+  if (length < 0) {
+    return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: bytecode at %zu: buffer_alloc of %lld bytes (negative)",
+                    function->name, insn_pc, (long long)length);
+  }
+  uint8_t* data = irp_vm_pool_alloc(pool, (uint64_t)length);
+  if (data == NULL) {
+    return IRP_FAIL(diag, IRP_OUT_OF_MEMORY,
+                    "%s: bytecode at %zu: buffer_alloc of %lld bytes does not fit the %llu-byte pool "
+                    "(%llu bytes free, %" PRIu32 " of %d blocks)",
+                    function->name, insn_pc, (long long)length, (unsigned long long)pool->size,
+                    (unsigned long long)(pool->size - pool->used_bytes), pool->block_count, IRP_POOL_MAX_BLOCKS);
+  }
+  irp_vm_ref_t view = {data, (size_t)length, false};
+  REF(dst) = view;
+  return IRP_OK;
+}
+
+/* buffer_free: r[src] must be a pool block in use. */
+static irp_status_t irp_buffer_free(const irp_vm_function_t* function, const irp_vm_window_t* window,
+                                    irp_vm_pool_t* pool, size_t insn_pc, uint16_t src, irp_diag_t* diag) {
+  const irp_vm_ref_t* buffer = &REF(src);
+  if (buffer->data == NULL) return irp_unset_ref(function, insn_pc, "buffer_free", src, diag);
+  irp_vm_pool_free_result_t result = irp_vm_pool_free(pool, buffer->data, buffer->length);
+  if (result == IRP_VM_POOL_NOT_A_BLOCK) {
+    return IRP_FAIL(diag, IRP_RUNTIME_FAILURE,
+                    "%s: bytecode at %zu: buffer_free of ref register %u, which is not a block buffer_alloc returned",
+                    function->name, insn_pc, src);
+  }
+  if (result == IRP_VM_POOL_ALREADY_FREE) {
+    return IRP_FAIL(diag, IRP_RUNTIME_FAILURE,
+                    "%s: bytecode at %zu: buffer_free of ref register %u, a pool block already freed",
+                    function->name, insn_pc, src);
+  }
+  return IRP_OK;
+}
+
+/* The module message a check/fail code names, or NULL. */
+static const char* irp_module_message(const irp_vm_module_t* module, int64_t code) {
+  if (code < IRP_VM_MESSAGE_CODE_BASE || code - IRP_VM_MESSAGE_CODE_BASE >= (int64_t)module->message_count) {
+    return NULL;
+  }
+  return module->messages[code - IRP_VM_MESSAGE_CODE_BASE];
 }
 
 /* Executes one instruction that neither calls nor returns. */
@@ -332,6 +381,8 @@ static irp_status_t irp_step(const irp_vm_module_t* module, const irp_vm_state_t
       break;
     case IRP_OP_FAIL: {
       int64_t fail_code = READ_I64();
+      const char* message = irp_module_message(module, fail_code);
+      if (message != NULL) return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "model check failed: %s", message);
       return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: fail with code %lld at bytecode %zu", function->name,
                       (long long)fail_code, insn_pc);
     }
@@ -339,6 +390,8 @@ static irp_status_t irp_step(const irp_vm_module_t* module, const irp_vm_state_t
       int64_t cond = I64(READ_U16());
       int64_t check_code = READ_I64();
       if (cond == 0) {
+        const char* message = irp_module_message(module, check_code);
+        if (message != NULL) return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "model check failed: %s", message);
         return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: check failed with code %lld at bytecode %zu",
                         function->name, (long long)check_code, insn_pc);
       }
@@ -428,6 +481,17 @@ static irp_status_t irp_step(const irp_vm_module_t* module, const irp_vm_state_t
       IRP_RETURN_IF_ERROR(irp_buffer_subview(function, window, insn_pc, dst, src, offset, length, diag));
       break;
     }
+    case IRP_OP_BUFFER_ALLOC: {
+      uint16_t dst = READ_U16();
+      int64_t length = I64(READ_U16());
+      IRP_RETURN_IF_ERROR(irp_buffer_alloc(function, window, state->pool, insn_pc, dst, length, diag));
+      break;
+    }
+    case IRP_OP_BUFFER_FREE: {
+      uint16_t src = READ_U16();
+      IRP_RETURN_IF_ERROR(irp_buffer_free(function, window, state->pool, insn_pc, src, diag));
+      break;
+    }
     case IRP_OP_DISPATCH:
       IRP_RETURN_IF_ERROR(irp_dispatch(module, state, window, function, insn_pc, &pc, diag));
       break;
@@ -441,12 +505,14 @@ static irp_status_t irp_step(const irp_vm_module_t* module, const irp_vm_state_t
 }
 
 irp_status_t irp_vm_invoke(const irp_vm_module_t* module, const irp_vm_state_t* state, int32_t function_index,
-                           const irp_vm_ref_t* inputs, irp_vm_ref_t* out_results, irp_diag_t* diag) {
+                           const irp_vm_ref_t* inputs, const int64_t* i64_inputs, irp_vm_ref_t* out_results,
+                           int64_t* out_i64_results, irp_diag_t* diag) {
   irp_vm_cursor_t cursor;
   irp_vm_window_t root = {state->i64_registers, state->ref_registers};
   cursor.depth = 0;
   irp_enter(module, &cursor, function_index, root);
   for (int32_t i = 0; i < cursor.function->input_count; ++i) root.refs[i] = inputs[i];
+  for (uint16_t i = 0; i < cursor.function->i64_input_count; ++i) root.i64[i] = i64_inputs[i];
   for (;;) {
     size_t insn_pc = cursor.pc;
     uint8_t opcode = cursor.code[cursor.pc++];
@@ -459,7 +525,8 @@ irp_status_t irp_vm_invoke(const irp_vm_module_t* module, const irp_vm_state_t* 
       continue;
     }
     if (cursor.depth == 0) {
-      return irp_return(cursor.function, &cursor.window, cursor.code, cursor.pc, insn_pc, opcode, out_results, diag);
+      return irp_return(cursor.function, &cursor.window, cursor.code, cursor.pc, insn_pc, opcode, out_results,
+                        out_i64_results, diag);
     }
     IRP_RETURN_IF_ERROR(irp_return_to_caller(module, state, &cursor, opcode, insn_pc, diag));
   }

@@ -1,7 +1,8 @@
 /* The bytecode interpreter. It runs only verified functions (vm/verifier.h), so it decodes
  * without bounds checks; what it still checks are run-time facts: unset refs, buffer_copy
  * lengths, binding lengths against the entry points' minimums, kernel results, division by zero
- * and overflow, `check`, i64 loads and stores inside their buffers, and the call depth.
+ * and overflow, `check`, i64 loads and stores inside their buffers, the call depth, and the pool
+ * (space, and that buffer_free gets a block in use).
  * It never allocates: the registers and the arena come in through irp_vm_state_t. */
 #ifndef IRP_VM_INTERP_H_
 #define IRP_VM_INTERP_H_
@@ -11,6 +12,7 @@
 #include <stdint.h>
 
 #include "module.h"
+#include "pool.h"
 
 /* A ref register: a view of bytes, or unset (data == NULL). */
 typedef struct irp_vm_ref_t {
@@ -43,12 +45,16 @@ typedef struct irp_vm_state_t {
   irp_vm_ref_t* ref_registers;
   irp_vm_frame_t* frames;
   uint8_t* arena;
+  irp_vm_pool_t* pool; /* buffer_alloc / buffer_free; the caller resets it before each invoke */
   irp_vm_entry_profile_t* profile;
 } irp_vm_state_t;
 
 /* Runs module->functions[function] with its inputs (input_count == the function's input count,
- * already checked by the caller) and writes the returned refs to out_results (output_count). */
+ * already checked by the caller) and its i64_input_count i64 inputs, and writes the returned refs
+ * to out_results (output_count) and the returned i64 values to out_i64_results (i64_output_count).
+ * i64_inputs / out_i64_results may be NULL when those counts are 0. */
 irp_status_t irp_vm_invoke(const irp_vm_module_t* module, const irp_vm_state_t* state, int32_t function,
-                           const irp_vm_ref_t* inputs, irp_vm_ref_t* out_results, irp_diag_t* diag);
+                           const irp_vm_ref_t* inputs, const int64_t* i64_inputs, irp_vm_ref_t* out_results,
+                           int64_t* out_i64_results, irp_diag_t* diag);
 
 #endif /* IRP_VM_INTERP_H_ */

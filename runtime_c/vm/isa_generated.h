@@ -45,6 +45,8 @@ typedef enum irp_opcode_e {
   IRP_OP_BUFFER_STORE_I64 = 0x24, /* store i[value] as a little-endian i64 at byte i[offset] of r[dst]; outside the buffer or into a read-only one is a run-time error */
   IRP_OP_BUFFER_LENGTH = 0x25, /* i[dst] = the length of r[src] in bytes */
   IRP_OP_BUFFER_SUBVIEW = 0x26, /* r[dst] = view of bytes [i[offset], i[offset] + i[length]) of r[src], read-only if r[src] is; outside r[src] is a run-time error */
+  IRP_OP_BUFFER_ALLOC = 0x27, /* r[dst] = a new block of i[length] bytes from the module's pool (64-byte aligned, contents undefined); a negative length or a full pool is a run-time error */
+  IRP_OP_BUFFER_FREE = 0x28, /* return the pool block r[src] (a view buffer_alloc returned) to the pool; any other buffer, or one already freed, is a run-time error */
   IRP_OP_DISPATCH = 0x30, /* run entry point over the workgroup grid; push constants are i[...] truncated to u32; bindings are r[...] in entry order; each binding must be at least the entry's binding_min_lengths */
   IRP_OP_AND_I64 = 0x40, /* i[dst] = i[lhs] & i[rhs] */
   IRP_OP_OR_I64 = 0x41, /* i[dst] = i[lhs] | i[rhs] */
@@ -93,6 +95,8 @@ typedef struct irp_op_info_t {
   [0x24] = {"buffer_store_i64", 3, 0, {IRP_OPERAND_RR, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
   [0x25] = {"buffer_length", 2, 0, {IRP_OPERAND_RI, IRP_OPERAND_RR}}, \
   [0x26] = {"buffer_subview", 4, 0, {IRP_OPERAND_RR, IRP_OPERAND_RR, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
+  [0x27] = {"buffer_alloc", 2, 0, {IRP_OPERAND_RR, IRP_OPERAND_RI}}, \
+  [0x28] = {"buffer_free", 1, 0, {IRP_OPERAND_RR}}, \
   [0x30] = {"dispatch", 7, 0, {IRP_OPERAND_U16, IRP_OPERAND_U16, IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_LIST_RI, IRP_OPERAND_LIST_RR}}, \
   [0x40] = {"and_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
   [0x41] = {"or_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \

@@ -11,14 +11,14 @@
 
 /* Field ids, in flatbuffers/module.fbs order. */
 enum { MODULE_FORMAT_VERSION, MODULE_NAME, MODULE_FUNCTIONS, MODULE_CONSTANTS, MODULE_EXECUTABLES,
-       MODULE_MEMORY_PLAN };
+       MODULE_MEMORY_PLAN, MODULE_DEBUG_INFO, MODULE_MESSAGES };
 enum { FUNCTION_NAME, FUNCTION_EXPORTED, FUNCTION_INPUTS, FUNCTION_OUTPUTS, FUNCTION_I64_COUNT,
        FUNCTION_REF_COUNT, FUNCTION_BYTECODE, FUNCTION_I64_INPUT_COUNT, FUNCTION_I64_OUTPUT_COUNT };
-enum { SIG_NAME, SIG_DTYPE, SIG_SHAPE };
+enum { SIG_NAME, SIG_DTYPE, SIG_SHAPE, SIG_SCALE, SIG_ZERO_POINT, SIG_DIM_NAMES };
 enum { CONSTANT_NAME, CONSTANT_DATA };
 enum { ENTRY_NAME, ENTRY_BINDING_COUNT, ENTRY_PUSH_CONSTANT_COUNT, ENTRY_MIN_LENGTHS, ENTRY_CODE_OFFSET };
 enum { EXECUTABLE_ARCH, EXECUTABLE_FORMAT, EXECUTABLE_ENTRY_POINTS, EXECUTABLE_CODE, EXECUTABLE_CODE_CRC32 };
-enum { PLAN_ARENA_SIZE };
+enum { PLAN_ARENA_SIZE, PLAN_BUFFERS, PLAN_POOL_SIZE };
 
 size_t irp_dtype_size(uint32_t dtype) {
   switch (dtype) {
@@ -48,6 +48,28 @@ size_t irp_dtype_size(uint32_t dtype) {
   }
 }
 
+/* dim_names: absent, or one string per dim, "" for each static dim (a dynamic one may be unnamed). */
+static irp_status_t irp_load_dim_names(const irp_fb_t* fb, const irp_fb_table_t* table, const char* function,
+                                       const char* kind, int32_t index, irp_vm_tensor_sig_t* sig) {
+  irp_fb_vector_t names;
+  for (int32_t i = 0; i < sig->rank; ++i) sig->dim_names[i] = "";
+  IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, SIG_DIM_NAMES, 4, &names));
+  if (names.count == 0) return IRP_OK;
+  if (names.count != (uint32_t)sig->rank) {
+    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %s %" PRId32 " '%s' has %" PRIu32 " dim names for rank %" PRId32,
+                    function, kind, index, sig->name, names.count, sig->rank);
+  }
+  for (uint32_t i = 0; i < names.count; ++i) {
+    uint32_t length;
+    IRP_RETURN_IF_ERROR(irp_fb_vector_string(fb, &names, i, &sig->dim_names[i], &length));
+    if (sig->shape[i] != IRP_VM_DYNAMIC_DIM && length > 0) {
+      return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %s %" PRId32 " '%s' dim %" PRIu32 " is static (%lld) but named '%s'",
+                      function, kind, index, sig->name, i, (long long)sig->shape[i], sig->dim_names[i]);
+    }
+  }
+  return IRP_OK;
+}
+
 static irp_status_t irp_load_tensor_sig(const irp_fb_t* fb, const irp_fb_table_t* table,
                                         const char* function, const char* kind, int32_t index,
                                         irp_vm_tensor_sig_t* out_sig) {
@@ -68,22 +90,27 @@ static irp_status_t irp_load_tensor_sig(const irp_fb_t* fb, const irp_fb_table_t
   }
   out_sig->dtype = (irp_dtype_t)dtype;
   out_sig->rank = (int32_t)shape.count;
+  out_sig->element_size = element_size;
   size_t bytes = element_size;
   for (uint32_t i = 0; i < shape.count; ++i) {
     int64_t dim = (int64_t)irp_load_u64(fb->data + shape.pos + 8 * (size_t)i);
+    out_sig->shape[i] = dim;
+    if (dim == IRP_VM_DYNAMIC_DIM) {
+      out_sig->dynamic_count += 1;
+      continue;
+    }
     if (dim < 0) {
-      return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %s %" PRId32 " '%s' has negative dim %lld at axis %" PRIu32,
-                      function, kind, index, out_sig->name, (long long)dim, i);
+      return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %s %" PRId32 " '%s' has negative dim %lld at axis %" PRIu32
+                      " (only -1, dynamic, is allowed)", function, kind, index, out_sig->name, (long long)dim, i);
     }
     if (dim != 0 && bytes > SIZE_MAX / (uint64_t)dim) {
       return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %s %" PRId32 " '%s' byte size overflows", function, kind,
                       index, out_sig->name);
     }
     bytes *= (size_t)dim;
-    out_sig->shape[i] = dim;
   }
   out_sig->byte_length = bytes;
-  return IRP_OK;
+  return irp_load_dim_names(fb, table, function, kind, index, out_sig);
 }
 
 static irp_status_t irp_load_sig_list(const irp_allocator_t* allocator, const irp_fb_t* fb,
@@ -135,10 +162,17 @@ static irp_status_t irp_load_function(const irp_allocator_t* allocator, const ir
     return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "%s: %u i64 inputs do not fit its %u i64 registers",
                     out_function->name, out_function->i64_input_count, out_function->i64_register_count);
   }
-  if (out_function->exported && (out_function->i64_input_count > 0 || out_function->i64_output_count > 0)) {
-    return IRP_FAIL(fb->diag, IRP_INVALID_MODULE,
-                    "%s: exported but takes %u and returns %u i64 values; the API passes buffers only",
-                    out_function->name, out_function->i64_input_count, out_function->i64_output_count);
+  if (out_function->exported) {
+    int32_t dynamic_inputs = 0, dynamic_outputs = 0;
+    for (int32_t i = 0; i < out_function->input_count; ++i) dynamic_inputs += out_function->inputs[i].dynamic_count;
+    for (int32_t i = 0; i < out_function->output_count; ++i) dynamic_outputs += out_function->outputs[i].dynamic_count;
+    if (out_function->i64_input_count != dynamic_inputs || out_function->i64_output_count != dynamic_outputs) {
+      return IRP_FAIL(fb->diag, IRP_INVALID_MODULE,
+                      "%s: exported with %u i64 inputs and %u i64 outputs but its signature has %" PRId32
+                      " dynamic input dims and %" PRId32 " dynamic output dims (one i64 each)",
+                      out_function->name, out_function->i64_input_count, out_function->i64_output_count,
+                      dynamic_inputs, dynamic_outputs);
+    }
   }
   return IRP_OK;
 }
@@ -333,6 +367,21 @@ static irp_status_t irp_load_executables(const irp_allocator_t* allocator, const
   return IRP_OK;
 }
 
+static irp_status_t irp_load_messages(const irp_allocator_t* allocator, const irp_fb_t* fb,
+                                       const irp_fb_table_t* root, irp_vm_module_t* module) {
+  irp_fb_vector_t vector;
+  IRP_RETURN_IF_ERROR(irp_fb_vector(fb, root, MODULE_MESSAGES, 4, &vector));
+  if (vector.count == 0) return IRP_OK;
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, vector.count, sizeof(const char*), 8, fb->diag,
+                                          (void**)&module->messages));
+  module->message_count = vector.count;
+  for (uint32_t i = 0; i < vector.count; ++i) {
+    uint32_t length;
+    IRP_RETURN_IF_ERROR(irp_fb_vector_string(fb, &vector, i, &module->messages[i], &length));
+  }
+  return IRP_OK;
+}
+
 static irp_status_t irp_load_module_tables(const irp_allocator_t* allocator, const irp_fb_t* fb,
                                            irp_vm_module_t* module) {
   irp_fb_table_t root, plan;
@@ -348,6 +397,8 @@ static irp_status_t irp_load_module_tables(const irp_allocator_t* allocator, con
   IRP_RETURN_IF_ERROR(irp_fb_string(fb, &root, MODULE_NAME, &module->name, &name_length));
   IRP_RETURN_IF_ERROR(irp_fb_table(fb, &root, MODULE_MEMORY_PLAN, &plan, &has_plan));
   if (has_plan) IRP_RETURN_IF_ERROR(irp_fb_u64(fb, &plan, PLAN_ARENA_SIZE, 0, &module->arena_size));
+  if (has_plan) IRP_RETURN_IF_ERROR(irp_fb_u64(fb, &plan, PLAN_POOL_SIZE, 0, &module->pool_size));
+  IRP_RETURN_IF_ERROR(irp_load_messages(allocator, fb, &root, module));
   IRP_RETURN_IF_ERROR(irp_load_functions(allocator, fb, &root, module));
   IRP_RETURN_IF_ERROR(irp_load_constants(allocator, fb, &root, module));
   IRP_RETURN_IF_ERROR(irp_load_executables(allocator, fb, &root, module));
@@ -383,5 +434,6 @@ void irp_vm_module_free(const irp_allocator_t* allocator, irp_vm_module_t* modul
   irp_free(allocator, module->functions);
   irp_free(allocator, module->constants);
   irp_free(allocator, module->executables);
+  irp_free(allocator, module->messages);
   memset(module, 0, sizeof(*module));
 }

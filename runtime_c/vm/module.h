@@ -14,12 +14,21 @@
 #include "../base/status.h"
 #include "../hal/kernel_abi.h"
 
+/* A dim of IRP_VM_DYNAMIC_DIM is dynamic: its value comes with each call (inputs) or from the
+ * function's i64 results (outputs). */
+#define IRP_VM_DYNAMIC_DIM (-1)
+
 typedef struct irp_vm_tensor_sig_t {
   const char* name;
   irp_dtype_t dtype;
   int32_t rank;
   int64_t shape[IRP_MAX_RANK];
-  size_t byte_length; /* product of dims x element size (checked for overflow) */
+  const char* dim_names[IRP_MAX_RANK]; /* "" for a static dim or when the module names none */
+  int32_t dynamic_count;               /* dims that are IRP_VM_DYNAMIC_DIM */
+  size_t element_size;
+  /* product of the static dims x element size (checked for overflow): the byte size when
+   * dynamic_count == 0 */
+  size_t byte_length;
 } irp_vm_tensor_sig_t;
 
 typedef struct irp_vm_function_t {
@@ -31,8 +40,9 @@ typedef struct irp_vm_function_t {
   irp_vm_tensor_sig_t* outputs;
   uint16_t i64_register_count;
   uint16_t ref_register_count;
-  uint16_t i64_input_count;  /* passed by `call` in i64 registers 0..n-1; 0 for exported functions */
-  uint16_t i64_output_count; /* returned by `ret_i64`; 0 for exported functions */
+  /* passed by `call` in i64 registers 0..n-1; for exported functions, the inputs' dynamic dims */
+  uint16_t i64_input_count;
+  uint16_t i64_output_count; /* returned by `ret_i64`; for exported functions, the outputs' dynamic dims */
   const uint8_t* bytecode;
   size_t bytecode_length;
 } irp_vm_function_t;
@@ -82,12 +92,19 @@ typedef struct irp_vm_module_t {
   irp_vm_executable_t* executables;
   uint32_t entry_point_count; /* over the loaded executables */
   uint64_t arena_size;
+  uint64_t pool_size; /* bytes of the pool buffer_alloc takes from (vm/pool.h) */
+  /* Module.messages: the texts of `check`/`fail` codes IRP_VM_MESSAGE_CODE_BASE + i. */
+  uint32_t message_count;
+  const char** messages;
   uint16_t max_i64_registers; /* over all functions */
   uint16_t max_ref_registers;
   /* Register windows a call needs (1 without `call`; IRP_MAX_CALL_DEPTH when recursive or deeper):
    * the interpreter's state holds call_depth x max_*_registers registers and call_depth frames. */
   uint32_t call_depth;
 } irp_vm_module_t;
+
+/* A `check` or `fail` code in [IRP_VM_MESSAGE_CODE_BASE, + message_count) names a module message. */
+#define IRP_VM_MESSAGE_CODE_BASE 0x10000
 
 /* Loads and verifies; on failure frees what it built and leaves *out_module zeroed. */
 irp_status_t irp_vm_module_load(const irp_allocator_t* allocator, const uint8_t* data, size_t length,

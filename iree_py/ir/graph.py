@@ -58,6 +58,10 @@ class Graph:
     # id(float constant) -> (integer array, Dequantize attrs) for constants the ONNX frontend
     # folded from DequantizeLinear: passes/fuse_qdq.py turns QDQ patterns into int8 kernels with them.
     dequantized: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict)
+    # Data-dependent symbols (docs/dynamic_shapes.md): symbol -> (value, flat index), "the symbol is
+    # element `flat index` of `value` (an i32/i64 tensor) read at run time". Passes that replace a
+    # value keep this pointing at live values (replace_uses / rewrite.replace_all_uses do).
+    symbol_sources: dict[str, tuple[Value, int]] = field(default_factory=dict)
 
     def values(self) -> Iterator[Value]:
         """Every value once: inputs, then constants and node results in order."""
@@ -88,3 +92,9 @@ class Graph:
         for node in self.nodes:
             node.inputs = [new if v is old else v for v in node.inputs]
         self.outputs = [new if v is old else v for v in self.outputs]
+        self.replace_symbol_sources(old, new)
+
+    def replace_symbol_sources(self, old: Value, new: Value) -> None:
+        for symbol, (v, index) in self.symbol_sources.items():
+            if v is old:
+                self.symbol_sources[symbol] = (new, index)

@@ -11,22 +11,29 @@ from typing import Any
 
 import numpy as np
 
-from iree_py.ir.types import DType, TensorType
+from iree_py.ir.dim_checks import at_least, require_one_or
+from iree_py.ir.opdef import static_shape
+from iree_py.ir.symbols import Expr, dim
+from iree_py.ir.types import Dim, DType, TensorType
 
 INDEX_DTYPES = frozenset({DType.i32, DType.i64})
 SCATTER_REDUCTIONS = ("none", "add", "mul", "max", "min")
 
 
-def _static(t: TensorType) -> tuple[int, ...]:
-    if not t.is_static:
-        raise ValueError(f"shape {t} is not static")
-    return tuple(int(d) for d in t.shape)
+_static = static_shape
 
 
 def _check_indices(t: TensorType) -> tuple[int, ...]:
     if t.dtype not in INDEX_DTYPES:
         raise ValueError(f"indices {t} must be i32 or i64")
     return _static(t)
+
+
+def _index_shape(t: TensorType) -> tuple[Dim, ...]:
+    """The shape of an index operand, which may be symbolic."""
+    if t.dtype not in INDEX_DTYPES:
+        raise ValueError(f"indices {t} must be i32 or i64")
+    return t.shape
 
 
 def _check_axis(axis: int, rank: int, what: TensorType) -> None:
@@ -37,20 +44,24 @@ def _check_axis(axis: int, rank: int, what: TensorType) -> None:
 # ------------------------------------------------------------------------------------ shape rules
 
 def gather_rule(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    data, indices = _static(inputs[0]), _check_indices(inputs[1])
+    data, indices = inputs[0].shape, _index_shape(inputs[1])
     axis = attrs["axis"]
     _check_axis(axis, len(data), inputs[0])
     return [TensorType(inputs[0].dtype, (*data[:axis], *indices, *data[axis + 1:]))]
 
 
 def gather_elements_rule(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    data, indices = _static(inputs[0]), _check_indices(inputs[1])
+    data, indices = inputs[0].shape, _index_shape(inputs[1])
     axis = attrs["axis"]
     _check_axis(axis, len(data), inputs[0])
     if len(indices) != len(data):
         raise ValueError(f"indices {inputs[1]} must have the rank of data {inputs[0]}")
-    if any(i > d for k, (i, d) in enumerate(zip(indices, data)) if k != axis):
-        raise ValueError(f"indices {inputs[1]} larger than data {inputs[0]} outside axis {axis}")
+    for k, (i, d) in enumerate(zip(indices, data)):
+        if k != axis:
+            try:
+                at_least(d, i, f"GatherElements indices axis {k} fit data")
+            except ValueError:
+                raise ValueError(f"indices {inputs[1]} larger than data {inputs[0]} outside axis {axis}") from None
     return [TensorType(inputs[0].dtype, indices)]
 
 
@@ -101,13 +112,16 @@ def scatter_nd_rule(inputs: list[TensorType], attrs: dict[str, Any]) -> list[Ten
 
 
 def expand_rule(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    shape = tuple(int(d) for d in attrs["shape"])
-    try:
-        broadcast = np.broadcast_shapes(_static(inputs[0]), shape)
-    except ValueError:
-        raise ValueError(f"{inputs[0]} does not broadcast to {list(shape)}") from None
-    if tuple(broadcast) != shape:
-        raise ValueError(f"{inputs[0]} broadcast to {list(shape)} gives {list(broadcast)}")
+    shape = tuple(dim(d) if isinstance(d, Expr) else int(d) for d in attrs["shape"])
+    x = inputs[0].shape
+    if len(x) > len(shape):
+        raise ValueError(f"{inputs[0]} does not broadcast to {list(shape)}")
+    padded = (1,) * (len(shape) - len(x)) + tuple(x)
+    for axis, (d, want) in enumerate(zip(padded, shape)):
+        try:  # each input dim is 1 or the target's: broadcasting gives exactly `shape`
+            require_one_or(d, want, f"Expand axis {axis}")
+        except ValueError:
+            raise ValueError(f"{inputs[0]} does not broadcast to {list(shape)}") from None
     return [TensorType(inputs[0].dtype, shape)]
 
 

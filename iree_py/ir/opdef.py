@@ -7,7 +7,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from iree_py.ir.types import DType, TensorType
+from iree_py.ir.dim_checks import at_least
+from iree_py.ir.symbols import call, dim
+from iree_py.ir.types import Dim, DType, TensorType
 
 ShapeRule = Callable[[list[TensorType], dict[str, Any]], list[TensorType]]
 
@@ -30,9 +32,13 @@ class OpDef:
     dtypes: frozenset[DType] = frozenset({DType.f32})
 
 
+class SymbolicShapeError(ValueError):
+    """A shape rule without symbolic support got a symbolic input (infer_types names the op)."""
+
+
 def static_shape(t: TensorType) -> tuple[int, ...]:
     if not t.is_static:
-        raise ValueError(f"shape {t} is not static")
+        raise SymbolicShapeError(f"shape {t} is not static (this op's shape rule needs static dims)")
     return tuple(int(d) for d in t.shape)
 
 
@@ -52,12 +58,35 @@ def pool_output_size(size: int, kernel: int, stride: int, pad_begin: int, pad_en
     return out
 
 
+def pool_output_dim(size: Dim, kernel: int, stride: int, pad_begin: int, pad_end: int,
+                    dilation: int, ceil_mode: int) -> Dim:
+    """pool_output_size for a dim that may be symbolic: the same int for an int size, else an Expr,
+    with a run-time check that the window fits the padded input. ceil_mode's "drop a last window
+    that starts inside the end padding" depends only on the static pads, stride and span."""
+    if isinstance(size, int):
+        return pool_output_size(size, kernel, stride, pad_begin, pad_end, dilation, ceil_mode)
+    span = dilation * (kernel - 1) + 1
+    padded = size + pad_begin + pad_end
+    at_least(padded, span, f"window {span} fits the padded input {padded}")
+    room = padded - span
+    if not ceil_mode:
+        return dim(call("floordiv", room, stride) + 1)
+    # out = ceildiv(room, stride) + 1 windows, less one when the last starts at or after
+    # size + pad_begin, i.e. when out > ceildiv(size + pad_begin, stride) (the most windows that
+    # start inside): that is decided by pad_end - span + stride alone.
+    if pad_end >= span:
+        return dim(call("ceildiv", room, stride))
+    if pad_end - span + stride >= 0:
+        return dim(call("ceildiv", size + pad_begin, stride))
+    return dim(call("ceildiv", room, stride) + 1)
+
+
 def pool_rule(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    x = static_shape(inputs[0])
+    x = inputs[0].shape
     if len(x) != 4:
         raise ValueError(f"pooling wants rank 4 input, got {inputs[0]}")
     (kh, kw), (sh, sw), (pt, pl, pb, pr) = attrs["kernel"], attrs["strides"], attrs["pads"]
     dh, dw = attrs.get("dilations", [1, 1])
-    oh = pool_output_size(x[2], kh, sh, pt, pb, dh, attrs["ceil_mode"])
-    ow = pool_output_size(x[3], kw, sw, pl, pr, dw, attrs["ceil_mode"])
+    oh = pool_output_dim(x[2], kh, sh, pt, pb, dh, attrs["ceil_mode"])
+    ow = pool_output_dim(x[3], kw, sw, pl, pr, dw, attrs["ceil_mode"])
     return [TensorType(inputs[0].dtype, (x[0], x[1], oh, ow))]

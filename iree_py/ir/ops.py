@@ -6,7 +6,6 @@ or raises ValueError with what was wrong (callers add the node name).
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -22,9 +21,28 @@ from iree_py.ir.ops_qsoftmax import QSOFTMAX_OP_DEFS
 from iree_py.ir.ops_resize_pad import RESIZE_PAD_OP_DEFS
 from iree_py.ir.ops_state import STATE_OP_DEFS
 from iree_py.ir.ops_recurrent import RECURRENT_OP_DEFS
-from iree_py.ir.opdef import ANY_DTYPE, OpDef, pool_output_size, pool_rule, static_shape as _static
+from iree_py.ir.dim_checks import at_least, broadcast_shapes, product, require_equal
+from iree_py.ir.opdef import ANY_DTYPE, OpDef, SymbolicShapeError, pool_output_dim, pool_rule
 from iree_py.ir.ops_logic import FLOAT_DTYPES, INT_DTYPES, NUMERIC_DTYPES, SINGLE_HALF_DTYPES
-from iree_py.ir.types import DType, TensorType
+from iree_py.ir.symbols import Expr, call, dim
+from iree_py.ir.types import Dim, DType, TensorType
+
+
+def _attr_dim(x: Any, what: str) -> Dim:
+    """An attribute entry that is a size: an int (numpy ints too) or an Expr over symbols."""
+    if isinstance(x, Expr):
+        return dim(x)
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise ValueError(f"{what} entry {x!r} is not an int or a symbolic dim")
+    return int(x)
+
+
+def _static_operand(t: TensorType, what: str) -> tuple[int, ...]:
+    """An operand that must be static (weights): ValueError naming it otherwise."""
+    if not t.is_static:
+        raise ValueError(f"{what} {t} must have static dims")
+    return tuple(int(d) for d in t.shape)
+
 
 def _same(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
     return [inputs[0]]
@@ -35,85 +53,97 @@ def _broadcast(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorTy
     if a.dtype != b.dtype:
         raise ValueError(f"operand dtypes differ: {a} and {b}")
     try:
-        shape = np.broadcast_shapes(_static(a), _static(b))
-    except ValueError:
-        raise ValueError(f"shapes {a} and {b} do not broadcast") from None
-    return [TensorType(a.dtype, tuple(int(d) for d in shape))]
+        shape = broadcast_shapes([a.shape, b.shape], "broadcast operands")
+    except ValueError as e:
+        raise ValueError(f"shapes {a} and {b} do not broadcast ({e})") from None
+    return [TensorType(a.dtype, shape)]
 
 
 def _conv(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    x, w = _static(inputs[0]), _static(inputs[1])
+    x, w = inputs[0].shape, _static_operand(inputs[1], "Conv weights")
     if len(x) != 4 or len(w) != 4:
         raise ValueError(f"Conv wants X rank 4 and W rank 4, got {inputs[0]} and {inputs[1]}")
     group = attrs["group"]
-    if x[1] != w[1] * group:
-        raise ValueError(f"input channels {x[1]} != weight channels {w[1]} x group {group}")
+    try:
+        require_equal(x[1], w[1] * group, "Conv input channels")
+    except ValueError:
+        raise ValueError(f"input channels {x[1]} != weight channels {w[1]} x group {group}") from None
     if w[0] % group:
         raise ValueError(f"output channels {w[0]} not divisible by group {group}")
-    if len(inputs) == 3 and _static(inputs[2]) != (w[0],):
+    if len(inputs) == 3 and inputs[2].shape != (w[0],):
         raise ValueError(f"bias {inputs[2]} should be [{w[0]}]")
     (sh, sw), (pt, pl, pb, pr), (dh, dw) = attrs["strides"], attrs["pads"], attrs["dilations"]
-    oh = pool_output_size(x[2], w[2], sh, pt, pb, dh, 0)
-    ow = pool_output_size(x[3], w[3], sw, pl, pr, dw, 0)
+    oh = pool_output_dim(x[2], w[2], sh, pt, pb, dh, 0)
+    ow = pool_output_dim(x[3], w[3], sw, pl, pr, dw, 0)
     return [TensorType(inputs[0].dtype, (x[0], w[0], oh, ow))]
 
 
 def _matmul(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    a, b = _static(inputs[0]), _static(inputs[1])
+    a, b = inputs[0].shape, inputs[1].shape
     if len(a) < 2 or len(b) < 2:
         raise ValueError(f"MatMul operands must have rank >= 2, got {inputs[0]} and {inputs[1]}")
-    if a[-1] != b[-2]:
-        raise ValueError(f"MatMul inner dims differ: {inputs[0]} x {inputs[1]}")
     try:
-        batch = np.broadcast_shapes(a[:-2], b[:-2])
+        require_equal(a[-1], b[-2], "MatMul inner dims")
+    except ValueError:
+        raise ValueError(f"MatMul inner dims differ: {inputs[0]} x {inputs[1]}") from None
+    try:
+        batch = broadcast_shapes([a[:-2], b[:-2]], "MatMul batch dims")
     except ValueError:
         raise ValueError(f"MatMul batch dims do not broadcast: {inputs[0]} x {inputs[1]}") from None
-    return [TensorType(inputs[0].dtype, (*(int(d) for d in batch), a[-2], b[-1]))]
+    return [TensorType(inputs[0].dtype, (*batch, a[-2], b[-1]))]
 
 
 def _global_pool(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    x = _static(inputs[0])
+    x = inputs[0].shape
     if len(x) < 3:
         raise ValueError(f"GlobalAveragePool wants rank >= 3, got {inputs[0]}")
     return [TensorType(inputs[0].dtype, (x[0], x[1], *([1] * (len(x) - 2))))]
 
 
 def _batchnorm(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    x = _static(inputs[0])
+    x = inputs[0].shape
     if len(x) < 2:
         raise ValueError(f"BatchNormalization wants rank >= 2, got {inputs[0]}")
     for t in inputs[1:]:
-        if _static(t) != (x[1],):
+        if t.rank != 1:
             raise ValueError(f"BatchNormalization parameter {t} should be [{x[1]}]")
+        require_equal(t.shape[0], x[1], f"BatchNormalization parameter {t} length == channels")
     return [inputs[0]]
 
 
 def _concat(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
     axis = attrs["axis"]
-    first = _static(inputs[0])
+    first = inputs[0].shape
     if not 0 <= axis < len(first):
         raise ValueError(f"axis {axis} out of range for {inputs[0]}")
-    total = 0
-    for t in inputs:
-        s = _static(t)
-        if t.dtype != inputs[0].dtype or len(s) != len(first) or \
-                any(a != b for i, (a, b) in enumerate(zip(s, first)) if i != axis):
+    total: Dim = 0
+    for k, t in enumerate(inputs):
+        s = t.shape
+        if t.dtype != inputs[0].dtype or len(s) != len(first):
             raise ValueError(f"Concat operand {t} does not match {inputs[0]} outside axis {axis}")
-        total += s[axis]
+        for i, (a, b) in enumerate(zip(s, first)):
+            if i != axis:
+                try:
+                    require_equal(a, b, f"Concat operand {k} axis {i} matches operand 0")
+                except ValueError:
+                    raise ValueError(f"Concat operand {t} does not match {inputs[0]} outside axis {axis}") from None
+        total = dim(Expr.of(total) + s[axis])
     return [TensorType(inputs[0].dtype, (*first[:axis], total, *first[axis + 1:]))]
 
 
 def _reshape(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    shape = tuple(int(d) for d in attrs["shape"])
-    if any(d < 0 for d in shape):
+    shape = tuple(_attr_dim(d, "Reshape shape") for d in attrs["shape"])
+    if any(isinstance(d, int) and d < 0 for d in shape):
         raise ValueError(f"Reshape shape {list(shape)} must be fully resolved")
-    if math.prod(shape) != math.prod(_static(inputs[0])):
-        raise ValueError(f"cannot reshape {inputs[0]} to {list(shape)}")
+    try:
+        require_equal(product(shape), inputs[0].element_count, "Reshape element count")
+    except ValueError:
+        raise ValueError(f"cannot reshape {inputs[0]} to {list(shape)}") from None
     return [TensorType(inputs[0].dtype, shape)]
 
 
 def _transpose(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    x = _static(inputs[0])
+    x = inputs[0].shape
     perm = list(attrs["perm"])
     if sorted(perm) != list(range(len(x))):
         raise ValueError(f"perm {perm} is not a permutation of {len(x)} axes")
@@ -134,18 +164,44 @@ def slice_length(dim: int, start: int, end: int, step: int) -> int:
 
 
 def _slice(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    x = _static(inputs[0])
+    x = inputs[0].shape
     starts, ends, steps = (list(attrs[k]) for k in ("starts", "ends", "steps"))
     if not len(starts) == len(ends) == len(steps) == len(x):
         raise ValueError(f"Slice starts {starts}, ends {ends}, steps {steps} must each have one entry per axis of "
                          f"{inputs[0]}")
     shape = []
-    for axis, (dim, start, end, step) in enumerate(zip(x, starts, ends, steps)):
+    for axis, (size, start, end, step) in enumerate(zip(x, starts, ends, steps)):
         try:
-            shape.append(slice_length(dim, int(start), int(end), int(step)))
+            shape.append(slice_dim(size, _attr_dim(start, "Slice start"), _attr_dim(end, "Slice end"), int(step)))
         except ValueError as e:
             raise ValueError(f"Slice axis {axis} of {inputs[0]}: {e}") from None
     return [TensorType(inputs[0].dtype, tuple(shape))]
+
+
+def slice_dim(size: Dim, start: Dim, end: Dim, step: int) -> Dim:
+    """slice_length for a dim or bounds that may be symbolic. A positive step clamps start and end to
+    the axis (min Exprs); the bounds' order (and a negative step's start inside the axis) becomes a
+    run-time check."""
+    if all(isinstance(d, int) for d in (size, start, end)):
+        return slice_length(size, start, end, step)
+    if step > 0:
+        if isinstance(start, int) and start < 0 or isinstance(end, int) and end < 0:
+            raise ValueError(f"step {step} wants 0 <= start {start} <= end {end}")
+        first = start if start == 0 else dim(call("min", start, size))
+        last = dim(call("min", end, size))
+        if isinstance(start, int) and isinstance(end, int):
+            if start > end:
+                raise ValueError(f"step {step} wants start {start} <= end {end}")
+        else:  # clamping keeps int bounds in order, not symbolic ones
+            at_least(last, first, f"slice end {end} >= start {start} on an axis of {size}")
+        return dim(call("ceildiv", Expr.of(last) - first, step))
+    if step < 0:
+        if isinstance(end, int) and end < -1:
+            raise ValueError(f"step {step} wants -1 <= end {end}")
+        at_least(Expr.of(size) - 1, start, f"slice start {start} < axis size {size}")
+        at_least(start, end, f"slice start {start} >= end {end}")
+        return dim(call("ceildiv", Expr.of(start) - end, -step))
+    raise ValueError("step 0 is not allowed")
 
 
 def _softmax(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
@@ -158,7 +214,7 @@ REDUCE_KINDS = ("sum", "mean", "max", "min", "prod", "l1", "l2", "logsum", "logs
 
 
 def _reduce(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    x = _static(inputs[0])
+    x = inputs[0].shape
     axes = list(attrs["axes"])
     if attrs["kind"] not in REDUCE_KINDS:
         raise ValueError(f"Reduce kind {attrs['kind']!r} is not one of {list(REDUCE_KINDS)}")
@@ -257,7 +313,10 @@ def infer_types(op: str, inputs: list[TensorType], attrs: dict[str, Any]) -> lis
         raise ValueError(f"{op} takes {opdef.min_inputs}..{opdef.max_inputs or 'any'} inputs, got {len(inputs)}")
     if sorted(attrs) != sorted(opdef.attrs):
         raise ValueError(f"{op} attributes should be {sorted(opdef.attrs)}, got {sorted(attrs)}")
-    return opdef.rule(inputs, attrs)
+    try:
+        return opdef.rule(inputs, attrs)
+    except SymbolicShapeError as e:
+        raise ValueError(f"{op} has no symbolic shape rule: {e}") from None
 
 
 def is_float32(t: TensorType) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from iree_py.ir.opdef import OpDef, pool_output_size, static_shape
+from iree_py.ir.opdef import OpDef, pool_output_dim, static_shape
 from iree_py.ir.ops_quant import QUANT_DTYPES, REQUANT_ATTRS, _check_requant
 from iree_py.ir.types import DType, TensorType
 
@@ -69,14 +69,14 @@ def _qconv_transpose(inputs: list[TensorType], attrs: dict[str, Any]) -> list[Te
 
 
 def _lp_pool(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    x = static_shape(inputs[0])
+    x = inputs[0].shape
     if len(x) != 4:
         raise ValueError(f"LpPool wants rank 4 input, got {inputs[0]}")
     if int(attrs["p"]) < 1:
         raise ValueError(f"LpPool p must be an integer >= 1, got {attrs['p']}")
     (kh, kw), (sh, sw), (pt, pl, pb, pr), (dh, dw) = attrs["kernel"], attrs["strides"], attrs["pads"], attrs["dilations"]
-    oh = pool_output_size(x[2], kh, sh, pt, pb, dh, attrs["ceil_mode"])
-    ow = pool_output_size(x[3], kw, sw, pl, pr, dw, attrs["ceil_mode"])
+    oh = pool_output_dim(x[2], kh, sh, pt, pb, dh, attrs["ceil_mode"])
+    ow = pool_output_dim(x[3], kw, sw, pl, pr, dw, attrs["ceil_mode"])
     return [TensorType(inputs[0].dtype, (x[0], x[1], oh, ow))]
 
 

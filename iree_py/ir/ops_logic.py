@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from iree_py.ir.narrow_types import NARROW_DTYPES
 from iree_py.ir.opdef import OpDef
-from iree_py.ir.types import DType, TensorType
+from iree_py.ir.dim_checks import broadcast_shapes
+from iree_py.ir.types import Dim, DType, TensorType
 
 FLOAT_DTYPES = frozenset(d for d in DType if d.numpy.kind == "f") - NARROW_DTYPES  # bf16, f8: storage only
 # Ops whose kernels approximate in single precision (exp, log, trig, ...) take no f64: an f64
@@ -24,18 +23,12 @@ LOGIC_OPS = ("And", "Or", "Xor")
 SHIFT_OPS = ("ShiftLeft", "ShiftRight")
 
 
-def _static(t: TensorType) -> tuple[int, ...]:
-    if not t.is_static:
-        raise ValueError(f"shape {t} is not static")
-    return tuple(int(d) for d in t.shape)
-
-
-def broadcast_shape(*types: TensorType) -> tuple[int, ...]:
+def broadcast_shape(*types: TensorType) -> tuple[Dim, ...]:
+    """numpy broadcasting of the operands' shapes; symbolic dims record run-time checks."""
     try:
-        shape = np.broadcast_shapes(*(_static(t) for t in types))
-    except ValueError:
-        raise ValueError(f"shapes {', '.join(str(t) for t in types)} do not broadcast") from None
-    return tuple(int(d) for d in shape)
+        return broadcast_shapes([t.shape for t in types], "broadcast operands")
+    except ValueError as e:
+        raise ValueError(f"shapes {', '.join(str(t) for t in types)} do not broadcast ({e})") from None
 
 
 def _same_dtype(a: TensorType, b: TensorType) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from iree_py.ir.opdef import ANY_DTYPE, OpDef, static_shape
+from iree_py.ir.opdef import ANY_DTYPE, OpDef
 from iree_py.ir.ops_logic import INT_DTYPES, broadcast_shape
 from iree_py.ir.types import DType, TensorType
 
@@ -14,7 +14,7 @@ CUMULATIVE_DTYPES = frozenset({DType.f32, DType.f64, DType.i32, DType.i64})
 
 def cumulative_rule(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
     """CumSum / CumProd: the input's type; axis in range, exclusive and reverse 0/1."""
-    shape = static_shape(inputs[0])
+    shape = inputs[0].shape
     if not 0 <= attrs["axis"] < len(shape):
         raise ValueError(f"axis {attrs['axis']} out of range for {inputs[0]}")
     if attrs["exclusive"] not in (0, 1) or attrs["reverse"] not in (0, 1):

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from iree_py.ir.opdef import OpDef, static_shape
-from iree_py.ir.types import DType, TensorType
+from iree_py.ir.dim_checks import same_dims
+from iree_py.ir.opdef import OpDef
+from iree_py.ir.types import Dim, DType, TensorType
 
 DIRECTIONS = ("forward", "reverse", "bidirectional")
 # The gate functions per direction and the number of weight blocks (gates) per op.
@@ -31,17 +32,22 @@ def num_directions(direction: str) -> int:
     return 2 if direction == "bidirectional" else 1
 
 
-def _expect(t: TensorType, shape: tuple[int, ...], dtype: DType, what: str, op: str) -> None:
-    if t.dtype != dtype or static_shape(t) != shape:
-        raise ValueError(f"{op} {what} must be {dtype.name}{list(shape)}, got {t}")
+def _expect(t: TensorType, shape: tuple[Dim, ...], dtype: DType, what: str, op: str) -> None:
+    """`t` has `dtype` and `shape` (symbolic dims: equal, or a run-time check)."""
+    try:
+        if t.dtype != dtype:
+            raise ValueError("dtype")
+        same_dims(t.shape, shape, f"{op} {what}")
+    except ValueError:
+        raise ValueError(f"{op} {what} must be {TensorType(dtype, shape)}, got {t}") from None
 
 
 def _rule(op: str):
     def rule(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
         x = inputs[0]
-        if x.dtype != DType.f32 or len(static_shape(x)) != 3:
+        if x.dtype != DType.f32 or x.rank != 3:
             raise ValueError(f"{op} X must be f32 [seq, batch, input], got {x}")
-        seq, batch, size = static_shape(x)
+        seq, batch, size = x.shape
         if attrs["direction"] not in DIRECTIONS:
             raise ValueError(f"{op} direction {attrs['direction']!r} is not one of {list(DIRECTIONS)}")
         dirs, hidden, gates = num_directions(attrs["direction"]), int(attrs["hidden_size"]), GATES[op]

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from iree_py.ir.opdef import ANY_DTYPE, OpDef
-from iree_py.ir.types import DType, TensorType
+from iree_py.ir.dim_checks import at_least
+from iree_py.ir.opdef import ANY_DTYPE, OpDef, static_shape
+from iree_py.ir.symbols import Expr, dim
+from iree_py.ir.types import Dim, DType, TensorType
 
 PAD_MODES = ("constant", "reflect", "edge", "wrap", "symmetric")  # symmetric: TFLite MIRROR_PAD, edge repeated
 
 
-def _static(t: TensorType) -> tuple[int, ...]:
-    if not t.is_static:
-        raise ValueError(f"shape {t} is not static")
-    return tuple(int(d) for d in t.shape)
+_static = static_shape
 
 
 def _resize(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
@@ -35,33 +34,44 @@ def _resize(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]
     return [TensorType(x.dtype, tuple(sizes))]
 
 
-def pad_output_shape(shape: tuple[int, ...], pads: list[int]) -> tuple[int, ...]:
+def pad_output_shape(shape: tuple[Dim, ...], pads: list[int]) -> tuple[Dim, ...]:
+    """Each axis grown by its pads (negative pads crop); a symbolic axis gets a run-time check that
+    it is not cropped below 0."""
     rank = len(shape)
     if len(pads) != 2 * rank:
         raise ValueError(f"pads {pads} need {2 * rank} values for rank {rank}")
-    out = tuple(d + pads[i] + pads[rank + i] for i, d in enumerate(shape))
-    if any(d < 0 for d in out):
+    out = tuple(dim(Expr.of(d) + pads[i] + pads[rank + i]) for i, d in enumerate(shape))
+    if any(isinstance(d, int) and d < 0 for d in out):
         raise ValueError(f"pads {pads} crop more than shape {list(shape)} holds")
+    for axis, d in enumerate(out):
+        if isinstance(d, Expr):
+            at_least(d, 0, f"Pad axis {axis} ({shape[axis]}) cropped by pads {pads}")
     return out
 
 
 def _pad(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    shape = _static(inputs[0])
+    shape = inputs[0].shape
     if attrs["mode"] not in PAD_MODES:
         raise ValueError(f"Pad mode {attrs['mode']!r} is not one of {list(PAD_MODES)}")
     pads = [int(p) for p in attrs["pads"]]
     out = pad_output_shape(shape, pads)
-    kept = [d - max(-pads[i], 0) - max(-pads[len(shape) + i], 0) for i, d in enumerate(shape)]
-    if attrs["mode"] != "constant" and any(k <= 0 for k in kept):
-        raise ValueError(f"Pad mode {attrs['mode']} cannot pad an axis of {inputs[0]} cropped to nothing by {pads}")
+    kept = [dim(Expr.of(d) - max(-pads[i], 0) - max(-pads[len(shape) + i], 0)) for i, d in enumerate(shape)]
+    if attrs["mode"] != "constant":
+        if any(isinstance(k, int) and k <= 0 for k in kept):
+            raise ValueError(f"Pad mode {attrs['mode']} cannot pad an axis of {inputs[0]} cropped to nothing by {pads}")
+        for axis, k in enumerate(kept):
+            if isinstance(k, Expr):
+                at_least(k, 1, f"Pad mode {attrs['mode']} keeps a non-empty axis {axis}")
     return [TensorType(inputs[0].dtype, out)]
 
 
 def _arg(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    shape = _static(inputs[0])
+    shape = inputs[0].shape
     axis = attrs["axis"]
     if not 0 <= axis < len(shape) or shape[axis] == 0:
         raise ValueError(f"axis {axis} out of range (or empty) for {inputs[0]}")
+    if isinstance(shape[axis], Expr):
+        at_least(shape[axis], 1, f"reduced axis {axis} is not empty")
     if attrs["keepdims"] not in (0, 1) or attrs["select_last_index"] not in (0, 1):
         raise ValueError(f"keepdims {attrs['keepdims']} and select_last_index {attrs['select_last_index']} must be 0/1")
     out = tuple(1 if i == axis else d for i, d in enumerate(shape)) if attrs["keepdims"] else \
@@ -70,10 +80,17 @@ def _arg(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
 
 
 def _topk(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
-    shape = _static(inputs[0])
+    shape = inputs[0].shape
     axis, k = attrs["axis"], attrs["k"]
-    if not 0 <= axis < len(shape) or not 0 <= k <= shape[axis]:
+    k = dim(k) if isinstance(k, Expr) else int(k)
+    if not 0 <= axis < len(shape):
         raise ValueError(f"TopK axis {axis} / k {k} out of range for {inputs[0]}")
+    try:
+        if isinstance(k, int) and k < 0:
+            raise ValueError("k < 0")
+        at_least(shape[axis], k, f"TopK k {k} <= axis {axis}")
+    except ValueError:
+        raise ValueError(f"TopK axis {axis} / k {k} out of range for {inputs[0]}") from None
     if attrs["result"] not in ("values", "indices") or attrs["largest"] not in (0, 1):
         raise ValueError(f"TopK result {attrs['result']!r} must be values/indices, largest 0/1")
     out = tuple(k if i == axis else d for i, d in enumerate(shape))

@@ -21,6 +21,7 @@ from iree_py.ir.ops_qlookup import QLOOKUP_KERNELS
 from iree_py.ir.reference_qsoftmax import QSOFTMAX_KERNELS
 from iree_py.ir.reference_resize_pad import KERNELS as RESIZE_PAD_KERNELS
 from iree_py.ir.reference_recurrent import KERNELS as RECURRENT_KERNELS
+from iree_py.ir.reference_symbolic import evaluate_symbolic, has_symbols
 
 Kernel = Callable[[list[np.ndarray], dict[str, Any]], np.ndarray]
 
@@ -328,9 +329,12 @@ def run_node(node: Node, lookup: Callable[[Value], np.ndarray]) -> np.ndarray:
 
 
 def evaluate(graph: Graph, inputs: dict[str, np.ndarray] | list[np.ndarray]) -> list[np.ndarray]:
-    """Run the graph with numpy; inputs by name or in order. Returns outputs in order."""
+    """Run the graph with numpy; inputs by name or in order. Returns outputs in order.
+    A graph with symbolic dims runs on any sizes: see reference_symbolic.py."""
     if isinstance(inputs, dict):
         inputs = [inputs[v.name] for v in graph.inputs]
+    if has_symbols(graph):
+        return evaluate_symbolic(graph, inputs, run_node)
     env: dict[int, np.ndarray] = {}
     for v, array in zip(graph.inputs, inputs, strict=True):
         env[id(v)] = np.asarray(array, dtype=v.type.dtype.numpy).reshape(v.type.shape)

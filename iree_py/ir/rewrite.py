@@ -20,8 +20,9 @@ def use_counts(graph: Graph) -> dict[int, int]:
 
 
 def replace_all_uses(graph: Graph, old: Value, new: Value) -> None:
-    """Every read of `old` (nodes, fused steps, graph outputs) reads `new` instead."""
+    """Every read of `old` (nodes, fused steps, graph outputs, symbol sources) reads `new` instead."""
     for step in all_steps(graph):
         if any(v is old for v in step.inputs):
             step.inputs = [new if v is old else v for v in step.inputs]
     graph.outputs = [new if v is old else v for v in graph.outputs]
+    graph.replace_symbol_sources(old, new)

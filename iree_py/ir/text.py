@@ -13,6 +13,10 @@ construct per line (docs/ir.md has the details):
       return %y
     }
 
+Symbolic dims print in braces, in types and attributes alike: `tensor<{batch}x{seq + 1}xf32>`,
+`shape = [{batch}, 4]`. A data-dependent symbol (graph.symbol_sources) is one line after the
+header: `symbol n = %shape[1]` (n is element 1 of %shape, read at run time).
+
 Names that are not plain (letters, digits, `_ . / $ -`) are written as JSON strings: `%"a:0"`.
 Constants with at most SMALL_CONSTANT elements print their values (shortest text that parses back
 to the same bits); larger ones print their raw little-endian bytes as hex.
@@ -29,6 +33,7 @@ import numpy as np
 from iree_py.errors import CompileError
 from iree_py.ir.fused import root_result
 from iree_py.ir.graph import Graph, Node, Value
+from iree_py.ir.symbols import Expr, dim_text, parse_dim
 from iree_py.ir.types import TensorType
 
 SMALL_CONSTANT = 16
@@ -54,6 +59,8 @@ def _scalar(x: Any) -> str:
         return repr(float(x))
     if isinstance(x, str):
         return json.dumps(x)
+    if isinstance(x, Expr):
+        return dim_text(x)
     raise TypeError(f"attribute value {x!r} of type {type(x).__name__} has no text form")
 
 
@@ -116,6 +123,9 @@ def print_graph(graph: Graph, elide_over: int | None = None) -> str:
     params = ", ".join(f"{_ref(v)}: {v.type}" for v in graph.inputs)
     outs = ", ".join(_name("%", n) for n in graph.output_names)
     lines.append(f"graph {_name('@', graph.name)}({params}) -> ({outs}) {{")
+    for symbol in sorted(graph.symbol_sources):
+        v, index = graph.symbol_sources[symbol]
+        lines.append(f"  symbol {symbol} = {_ref(v)}[{index}]")
     for v in _constants_in_order(graph):
         lines.append(f"  {_ref(v)} = const {v.type} {_dense(v.const, elide_over)}")
     for node in graph.nodes:
@@ -149,6 +159,7 @@ _TOKEN = re.compile(rf"""
   | (?P<symbol>@(?:[A-Za-z0-9_./$-]+|{_STRING}))
   | (?P<num>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf\b|nan\b))
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<dim>\{{(?![A-Za-z_][A-Za-z0-9_]*\s*=)[^{{}}\n]*\}})
   | (?P<arrow>->)
   | (?P<punct>[(){{}}\[\],=:])
 """, re.VERBOSE)
@@ -211,6 +222,8 @@ def _parse_scalar(line: _Line) -> Any:
         return float(text) if any(c in text for c in ".eE") or "inf" in text or "nan" in text else int(text)
     if kind == "str":
         return json.loads(text)
+    if kind == "dim":
+        return parse_dim(text)
     if text in ("true", "false"):
         return text == "true"
     raise line.error(f"expected an attribute value, got {text!r}")
@@ -250,6 +263,7 @@ class _Parser:
     def __init__(self, text: str) -> None:
         self.lines = [(i + 1, t) for i, t in enumerate(text.splitlines()) if t.strip()]
         self.values: dict[str, Value] = {}
+        self.symbols: list[tuple[_Line, str, str, int]] = []  # symbol lines, resolved at the end
 
     def use(self, line: _Line) -> Value | None:
         if line.accept("none"):
@@ -280,7 +294,9 @@ class _Parser:
         for number, text in self.lines[idx + 1:]:
             line = _Line(text, number)
             first = line.peek()[1]
-            if first == "return":
+            if first == "symbol" and not in_fused:
+                self.symbol(line)
+            elif first == "return":
                 line.next()
                 graph.outputs = self.value_list(line)
                 line.done()
@@ -311,7 +327,23 @@ class _Parser:
                     graph.nodes.append(node)
         else:
             raise CompileError("IR text: missing closing `}` of the graph")
+        for line, symbol, value_name, index in self.symbols:
+            if value_name not in self.values:
+                raise line.error(f"symbol {symbol} reads %{value_name}, which is never defined")
+            graph.symbol_sources[symbol] = (self.values[value_name], index)
         return graph
+
+    def symbol(self, line: _Line) -> None:
+        """`symbol n = %shape[1]`"""
+        line.next(text="symbol")
+        symbol = line.next("ident")
+        line.next(text="=")
+        value_name = _unname(line.next("value"))
+        line.next(text="[")
+        index = int(line.next("num"))
+        line.next(text="]")
+        line.done()
+        self.symbols.append((line, symbol, value_name, index))
 
     def value_list(self, line: _Line) -> list[Value]:
         result: list[Value] = []

@@ -1,6 +1,7 @@
 """eliminate-dead-code: remove nodes whose results nobody reads (constants go with them: a
 constant exists only as long as some node or graph output refers to it). Nodes that write module
-state (StateWrite, StateInit) are always live."""
+state (StateWrite, StateInit) are always live, and so are the values a data-dependent symbol is
+read from (graph.symbol_sources)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ class EliminateDeadCode:
 
     def run(self, graph: Graph) -> Graph:
         live = {id(v) for v in graph.outputs}
+        live.update(id(v) for v, _ in graph.symbol_sources.values())  # read at run time for a dim
         kept = []
         for node in reversed(graph.nodes):
             if not any(id(v) in live for v in node.outputs) and node.op not in SIDE_EFFECT_OPS:

@@ -22,7 +22,7 @@ class FoldConstants:
 
     def foldable(self, node: Node) -> bool:
         return (not node.fused and node.op not in STATE_OPS and len(node.outputs) == 1 and all(v is not None and v.is_const for v in node.inputs)
-                and node.outputs[0].type.num_elements <= self.max_elements)
+                and node.outputs[0].type.is_static and node.outputs[0].type.num_elements <= self.max_elements)
 
     def run(self, graph: Graph) -> Graph:
         kept = []

@@ -1,7 +1,8 @@
 """fuse-elementwise: fold chains of elementwise consumers into their producer (one kernel each).
 
 Roots: Conv, MatMul and the elementwise ops. A consumer C of the chain's current value v joins when
-  - C is elementwise, reads v exactly once, and v has no other reader and is not a graph output;
+  - C is elementwise, reads v exactly once, and v has no other reader and is not a graph output
+    (nor a value a symbol is read from: graph.symbol_sources);
   - C's result has v's shape (the running value is never broadcast to a bigger shape); its dtype
     may differ (Less -> Where, Cast) for an elementwise root;
   - for a Conv/MatMul root, C's result has v's type, every operand is f32 and C's other operand is
@@ -26,7 +27,7 @@ CONTRACTION_ROOTS = ("Conv", "MatMul")
 def operand_kind(root_op: str, operand: Value, out: Value) -> str | None:
     """How an epilogue operand lines up with a Conv/MatMul output: scalar, channel, full or None."""
     shape, out_shape = tuple(operand.type.shape), tuple(out.type.shape)
-    if operand.type.num_elements == 1:
+    if operand.type.element_count == 1:
         return "scalar"
     if shape == out_shape:
         return "full"
@@ -46,7 +47,8 @@ class FuseElementwise:
 
     def run(self, graph: Graph) -> Graph:
         counts = use_counts(graph)
-        outputs = {id(v) for v in graph.outputs}
+        # graph outputs and the values symbols are read from must stay materialized
+        outputs = {id(v) for v in graph.outputs} | {id(v) for v, _ in graph.symbol_sources.values()}
         reader = {id(v): n for n in graph.nodes for v in n.inputs if v is not None}
         slots: list[Node | None] = list(graph.nodes)
         position = {id(n): i for i, n in enumerate(graph.nodes)}

@@ -1,9 +1,10 @@
 """ONNX (opset 7 .. newest in the installed onnx) -> graph IR with normalized ops (docs/ir.md).
 
 `import_onnx(model, dims)` loads the model, turns initializers into constants, fixes the input
-shapes (symbolic dims from `dims`), then converts node by node with the table in onnx_ops.py.
-A node whose inputs are all constants is evaluated at import (numpy, iree_py/ir/reference.py), so
-shape computations and `ConstantOfShape` weights become plain constants.
+shapes (a symbolic dim gets its size from `dims`, else stays a symbol), then converts node by node
+with the table in onnx_ops.py. A node whose inputs are all constants is evaluated at import (numpy,
+iree_py/ir/reference.py), so shape computations and `ConstantOfShape` weights become plain
+constants; on symbolic dims they are folded into Exprs instead (onnx_symbolic.py).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import onnx.numpy_helper
 
 from iree_py.errors import CompileError
 from iree_py.frontends.onnx_ops import CONVERTERS
+from iree_py.frontends.onnx_symbolic import input_dim, pick_symbolic_converter, shape_text
 from iree_py.ir.build import NameTable, fold_or_append, make_node
 from iree_py.ir.graph import Graph, Value
 from iree_py.ir.types import DType, TensorType
@@ -76,17 +78,7 @@ def _input_type(vi: onnx.ValueInfoProto, dims: dict[str, int], source: str) -> T
     dtype = _dtype(tt.elem_type, f"{source}: input '{vi.name}'")
     if not tt.HasField("shape"):
         raise CompileError(f"{source}: input '{vi.name}' has no shape")
-    shape: list[int] = []
-    for i, d in enumerate(tt.shape.dim):
-        if d.HasField("dim_value"):
-            shape.append(int(d.dim_value))
-            continue
-        symbol = d.dim_param if d.HasField("dim_param") else f"{vi.name}:{i}"
-        if symbol not in dims:
-            raise CompileError(
-                f"{source}: input '{vi.name}' dim {i} is symbolic ('{symbol}'); give its size with "
-                f"dims={{'{symbol}': N}} (command line: --dim {symbol}=N)")
-        shape.append(int(dims[symbol]))
+    shape = [input_dim(vi.name, i, d, dims) for i, d in enumerate(tt.shape.dim)]
     return TensorType(dtype, tuple(shape))
 
 
@@ -107,6 +99,11 @@ class OnnxContext:
         self.parent: OnnxContext | None = None
         self.captures: list[tuple[Value, Value]] = []  # (outer value, body input)
         self.dequantized: dict[int, tuple[np.ndarray, dict[str, Any]]] = {}  # Graph.dequantized
+        # Symbolic shapes (onnx_symbolic.py): value name -> its elements (ints and Exprs) for shape
+        # vectors computed from symbolic dims, and the symbols read from tensors at run time.
+        self.known: dict[str, np.ndarray] = {}
+        self.symbol_sources: dict[str, tuple[Value, int]] = {}
+        self.runtime_symbols: set[str] = set()  # symbols read from tensors: may be negative
 
     # --- errors -------------------------------------------------------------------------------
     def where(self) -> str:
@@ -198,6 +195,9 @@ class OnnxContext:
             node = make_node(self.names, op, inputs, attrs, self.node_name, out_hint=hint, out_name=name)
         except ValueError as e:
             raise self.error(str(e).split("): ", 1)[-1]) from None
+        if any(not v.type.is_static for v in node.outputs):  # symbolic: computed at run time
+            self.graph_nodes.append(node)
+            return node.outputs[0]
         return fold_or_append(node, self.graph_nodes)
 
 
@@ -218,7 +218,8 @@ def convert_nodes(ctx: OnnxContext, nodes: Iterable[onnx.NodeProto], prefix: str
             raise ctx.error("op not supported by iree-py")
         if ctx.opset < MIN_OPSET:
             _check_old_opset(ctx, n.op_type)
-        results = convert(ctx)
+        symbolic = pick_symbolic_converter(ctx, n)
+        results = (symbolic(ctx) if symbolic is not None else None) or convert(ctx)
         for name, value in zip(n.output, results):
             if name and value is not None:
                 ctx.env[name] = value
@@ -294,8 +295,12 @@ def import_onnx(model: str | Path | bytes | onnx.ModelProto, dims: dict[str, int
     for o in g.output:
         if o.name not in ctx.env:
             raise CompileError(f"{source}: graph output '{o.name}' is not computed by any node")
+        if o.name in ctx.known and not ctx.env[o.name].is_const:
+            raise CompileError(f"{source}: graph output '{o.name}' is a shape computed from symbolic dims "
+                               f"({shape_text(ctx.known[o.name])}); iree-py cannot return it as a tensor yet")
         outputs.append(ctx.env[o.name])
     graph = Graph("main", inputs, outputs, ctx.graph_nodes, [o.name for o in g.output], source)
     graph.dequantized = ctx.dequantized
+    graph.symbol_sources = dict(ctx.symbol_sources)  # symbol -> (i64 tensor, flat index) read at run time
     verify(graph)
     return graph

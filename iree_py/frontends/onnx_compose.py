@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from iree_py.frontends.onnx_reduce import is_contiguous_run
+from iree_py.frontends.onnx_dims import dim_list, dims_of
 from iree_py.ir.graph import Value
+from iree_py.ir.types import Dim
 
 if TYPE_CHECKING:
     from iree_py.frontends.onnx import OnnxContext
@@ -17,8 +19,8 @@ F32 = np.float32
 FLOAT_STASH_TYPE = 1  # TensorProto.FLOAT
 
 
-def shape_of(v: Value) -> tuple[int, ...]:
-    return tuple(int(d) for d in v.type.shape)
+def shape_of(v: Value) -> tuple[Dim, ...]:
+    return dims_of(v)
 
 
 def out_index(ctx: "OnnxContext", i: int) -> int | None:
@@ -35,7 +37,7 @@ def scalar(ctx: "OnnxContext", value: float, hint: str, like: Value) -> Value:
 def reshape(ctx: "OnnxContext", v: Value, shape: tuple[int, ...], out: int | None = None) -> Value:
     if shape_of(v) == tuple(shape) and out is None:
         return v
-    return ctx.emit("Reshape", [v], {"shape": [int(d) for d in shape]}, out=out)
+    return ctx.emit("Reshape", [v], {"shape": dim_list(shape)}, out=out)
 
 
 def transpose(ctx: "OnnxContext", v: Value, perm: list[int], out: int | None = None) -> Value:

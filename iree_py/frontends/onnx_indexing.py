@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from iree_py.frontends.onnx_dims import dim_list, dims_of
 from iree_py.ir.graph import Value
+from iree_py.ir.types import Dim
 from iree_py.ir.types import DType
 
 if TYPE_CHECKING:
@@ -32,8 +34,8 @@ if TYPE_CHECKING:
 Converter = Callable[["OnnxContext"], list[Value]]
 
 
-def _shape(v: Value) -> tuple[int, ...]:
-    return tuple(int(d) for d in v.type.shape)
+def _shape(v: Value) -> tuple[Dim, ...]:
+    return dims_of(v)
 
 
 def _axis(ctx: "OnnxContext", name: str, default: int, rank: int) -> int:
@@ -46,7 +48,7 @@ def _axis(ctx: "OnnxContext", name: str, default: int, rank: int) -> int:
 def _reshape(ctx: "OnnxContext", v: Value, shape: tuple[int, ...], out: int | None = None) -> Value:
     if _shape(v) == tuple(shape) and out is None:
         return v
-    return ctx.emit("Reshape", [v], {"shape": [int(d) for d in shape]}, out=out)
+    return ctx.emit("Reshape", [v], {"shape": dim_list(shape)}, out=out)
 
 
 def _indices(ctx: "OnnxContext", i: int) -> Value:

@@ -26,7 +26,11 @@ from iree_py.frontends.onnx_reduce import REDUCE_CONVERTERS
 from iree_py.frontends.onnx_resize_pad import RESIZE_PAD_CONVERTERS
 from iree_py.frontends.onnx_signal import SIGNAL_CONVERTERS
 from iree_py.frontends.onnx_recurrent import RECURRENT_CONVERTERS
+from iree_py.frontends.onnx_dims import dim_list, dims_of
+from iree_py.frontends.onnx_symbolic import nonzero
 from iree_py.ir.graph import Value
+from iree_py.ir.symbols import Expr, call, dim
+from iree_py.ir.types import Dim
 
 if TYPE_CHECKING:
     from iree_py.frontends.onnx import OnnxContext
@@ -41,12 +45,12 @@ def _axis(ctx: "OnnxContext", axis: int, rank: int, what: str = "axis") -> int:
     return axis + rank if axis < 0 else axis
 
 
-def _shape(v: Value) -> tuple[int, ...]:
-    return tuple(int(d) for d in v.type.shape)
+def _shape(v: Value) -> tuple[Dim, ...]:
+    return dims_of(v)
 
 
 def _reshape(ctx: "OnnxContext", v: Value, shape: tuple[int, ...], out: int | None = None) -> Value:
-    return ctx.emit("Reshape", [v], {"shape": [int(d) for d in shape]}, out=out)
+    return ctx.emit("Reshape", [v], {"shape": dim_list(shape)}, out=out)
 
 
 # ------------------------------------------------------------------------------- windows (conv/pool)
@@ -67,6 +71,12 @@ def _explicit_pads(ctx: "OnnxContext", spatial: tuple[int, ...], kernel: list[in
         raise ctx.bad_attr("auto_pad", auto_pad, "expected NOTSET, VALID, SAME_UPPER or SAME_LOWER")
     begins, ends = [], []
     for size, k, s, d in zip(spatial, kernel, strides, dilations):
+        if isinstance(size, Expr):  # the same arithmetic on a symbolic size
+            total = call("max", 0, (call("ceildiv", size, s) - 1) * s + (k - 1) * d + 1 - size)
+            small, big = dim(total // 2), dim(total - total // 2)
+            begins.append(small if auto_pad == "SAME_UPPER" else big)
+            ends.append(big if auto_pad == "SAME_UPPER" else small)
+            continue
         out = -(-size // s)
         total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
         small, big = total // 2, total - total // 2
@@ -574,6 +584,7 @@ CONVERTERS: dict[str, Converter] = {
     "Squeeze": squeeze,
     "Unsqueeze": unsqueeze,
     "Shape": shape,
+    "NonZero": nonzero,
     # -- dtypes: entries below this line --
     **LOGIC_CONVERTERS,
     # -- nn: entries below this line --

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from iree_py.frontends.onnx_compose import out_index, reshape, shape_of, transpose
+from iree_py.frontends.onnx_dims import filled
 from iree_py.ir.graph import Value
 from iree_py.ir.ops_recurrent import ACTIVATIONS, DIRECTIONS, FUNCTIONS_PER_DIRECTION, GATES, num_directions
-from iree_py.ir.types import DType
+from iree_py.ir.types import Dim, DType
 
 if TYPE_CHECKING:
     from iree_py.frontends.onnx import OnnxContext
@@ -55,14 +56,15 @@ def _activations(ctx: "OnnxContext", op: str, dirs: int) -> dict[str, list[Any]]
 def _optional(ctx: "OnnxContext", i: int, zeros: tuple[int, ...], hint: str, batch_first: bool = False) -> Value:
     """Input i (a state [dirs, batch, H] given batch first: transposed), or a zero constant."""
     if not ctx.has_input(i):
-        return ctx.const(np.zeros(zeros, np.float32), f"{ctx.node_name}_{hint}")
+        return filled(ctx, zeros, np.float32(0), f"{ctx.node_name}_{hint}")
     v = ctx.input(i)
     return transpose(ctx, v, [1, 0, 2]) if batch_first else v
 
 
-def _sequence_lens(ctx: "OnnxContext", seq: int, batch: int) -> Value:
-    if not ctx.has_input(4):
-        return ctx.const(np.full((batch,), seq, np.int32), f"{ctx.node_name}_sequence_lens")
+def _sequence_lens(ctx: "OnnxContext", seq: Dim, batch: Dim) -> Value:
+    if not ctx.has_input(4):  # every step: a symbolic seq is covered by the largest i32 (t < lens)
+        steps = seq if isinstance(seq, int) else np.iinfo(np.int32).max
+        return filled(ctx, (batch,), np.int32(steps), f"{ctx.node_name}_sequence_lens")
     lens = ctx.input(4)
     if lens.type.dtype == DType.i32:
         return lens

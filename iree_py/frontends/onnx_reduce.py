@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
+from iree_py.frontends.onnx_dims import dims_of
 from iree_py.ir.graph import Value
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def is_contiguous_run(shape: tuple[int, ...], axes: list[int]) -> bool:
 
 def convert_reduce(ctx: "OnnxContext", kind: str, axes_input_from: int) -> list[Value]:
     x = ctx.input(0)
-    shape = tuple(int(d) for d in x.type.shape)
+    shape = dims_of(x)
     rank = len(shape)
     keepdims = int(ctx.attr("keepdims", 1))
     requested = _requested_axes(ctx, axes_input_from)

@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from iree_py.frontends.onnx_dims import dims_of
 from iree_py.ir.graph import Value
 from iree_py.ir.ops_resize_pad import PAD_MODES
 from iree_py.ir.resize_math import COORDINATE_MODES, MODES, AxisResize, ResizeMethod, resize_tables
+from iree_py.ir.types import Dim
 
 if TYPE_CHECKING:
     from iree_py.frontends.onnx import OnnxContext
@@ -21,8 +23,8 @@ if TYPE_CHECKING:
 F32 = np.float32
 
 
-def _shape(v: Value) -> tuple[int, ...]:
-    return tuple(int(d) for d in v.type.shape)
+def _shape(v: Value) -> tuple[Dim, ...]:
+    return dims_of(v)
 
 
 def _axis(ctx: "OnnxContext", axis: int, rank: int, what: str = "axis") -> int:

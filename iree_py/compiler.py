@@ -9,6 +9,7 @@ from iree_py.codegen.dispatch import Dispatch, dispatch_for
 from iree_py.codegen.kernel_spec import ExecutableBlob, KernelSpec
 from iree_py.codegen.llvm import build_executable
 from iree_py.codegen.target import Target, load_target
+from iree_py.errors import CompileError
 from iree_py.fit import check_fit, footprint
 from iree_py.frontends.onnx import import_onnx
 from iree_py.frontends.tflite import import_tflite, is_tflite
@@ -28,7 +29,9 @@ ModelSource = str | Path | bytes
 @dataclasses.dataclass
 class CompileOptions:
     target: str | Target = "host"                # a name in targets/, or a Target record (tests: a variant)
-    dims: dict[str, int] | None = None          # values for symbolic input dims
+    dims: dict[str, int] | None = None          # values for symbolic input dims (the module is static in them)
+    dim_bounds: dict[str, tuple[int, int]] | None = None  # symbol -> (low, high): planned at the upper bound
+    pool_bytes: int | None = None                 # run-time pool for unbounded symbolic sizes (None: the default)
     print_ir_after: set[str] | str | None = None  # pass names, or "all"
     debug_info: bool = True                       # keep source node names per kernel
     print_fn: Callable[[str], None] = print
@@ -44,7 +47,7 @@ def compile_model(model: ModelSource, options: CompileOptions | None = None) -> 
     # 2. Optimize: fold constants and BatchNorm, fuse elementwise ops into their producers, drop dead code.
     graph = run_pipeline(graph, print_ir_after=options.print_ir_after, out=options.print_fn)
     # 3. Plan memory: arena offsets for every intermediate; Reshape and contiguous Concat become views.
-    plan = plan_memory(graph)
+    plan = plan_memory(graph, options.dim_bounds)
     mark_state_nodes(graph, plan)  # state reads/writes are copies in the host program (vm/state.py)
     arena_size, output_copies = reserve_output_copies(graph, plan)
     arena_size, state = reserve_state(graph, arena_size)  # module state: slots kept across calls
@@ -54,14 +57,34 @@ def compile_model(model: ModelSource, options: CompileOptions | None = None) -> 
     specs, entry_of = deduplicate([d.spec for d in dispatches])
     blob = build_executable(specs, target)
     # 6. Lower the host program to VM bytecode.
-    program = lower_graph(graph, dispatches, entry_of, list(blob.kernels), plan, output_copies, state)
+    program = lower_graph(graph, dispatches, entry_of, list(blob.kernels), plan, output_copies, state,
+                          options.dim_bounds, arena_size)
     # 7. Serialize the module.
     module = build_module(graph, target, specs, blob, plan, arena_size, program, options.debug_info)
+    module.memory_plan.pool_size = pool_size(graph, plan, target, options)
     module.memory_plan.buffers += [state_buffer(*b) for b in (state.buffers() if state else [])]
     data = write_module(module)
     # 8. Refuse a module too big for the board (bare-metal targets, or when --ram/--flash are given).
     check_board_fit(target, module, len(data), options)
     return data
+
+
+DEFAULT_POOL_BYTES = 256 << 20  # hosted targets: reserved address space, touched only as used
+
+
+def pool_size(graph: Graph, plan: MemoryPlanResult, target: Target, options: CompileOptions) -> int:
+    """Bytes of run-time pool the module asks for: none when every size is known or bounded."""
+    needs_pool = any(s.pool for s in plan.storages) or any(
+        not v.type.is_static and plan.storage(v) is None for v in graph.outputs)
+    if not needs_pool:
+        return 0
+    if options.pool_bytes is not None:
+        return options.pool_bytes
+    if target.runtime == "bare-metal":
+        unbounded = sorted({sym for s in plan.storages if s.pool for sym in s.length.symbols})
+        raise CompileError(f"target {target.name}: sizes depending on {', '.join(unbounded)} have no bound, and a "
+                           f"board needs its memory known: bound them (--dim NAME=LO..HI) or give --pool-bytes")
+    return DEFAULT_POOL_BYTES
 
 
 def check_board_fit(target: Target, module: mod.Module, module_bytes: int, options: CompileOptions) -> None:
@@ -121,8 +144,8 @@ def reserve_output_copies(graph: Graph, plan: MemoryPlanResult) -> tuple[int, di
     arena = plan.arena_size
     copies: dict[int, int] = {}
     for v in graph.outputs:
-        if plan.storage(v) is not None or id(v) in copies:
-            continue
+        if plan.storage(v) is not None or id(v) in copies or not v.type.is_static:
+            continue  # (symbolic: copied into a pool block by the lowering)
         copies[id(v)] = arena
         arena += (v.type.num_bytes + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
     return arena, copies
@@ -131,7 +154,9 @@ def reserve_output_copies(graph: Graph, plan: MemoryPlanResult) -> tuple[int, di
 def _sig(name: str, v, quantization: dict[str, tuple[float, int]] | None = None) -> mod.TensorSig:
     scale, zero_point = (quantization or {}).get(name, (None, None))
     quant = ((float(scale),), (int(zero_point),)) if scale is not None else ((), ())
-    return mod.TensorSig(name, v.type.dtype, tuple(int(d) for d in v.type.shape), *quant)
+    shape = tuple(d if isinstance(d, int) else -1 for d in v.type.shape)
+    dim_names = tuple("" if isinstance(d, int) else str(d) for d in v.type.shape) if not v.type.is_static else ()
+    return mod.TensorSig(name, v.type.dtype, shape, *quant, dim_names=dim_names)
 
 
 def build_module(graph: Graph, target: Target, specs: list[KernelSpec], blob: ExecutableBlob,
@@ -144,13 +169,17 @@ def build_module(graph: Graph, target: Target, specs: list[KernelSpec], blob: Ex
         i64_register_count=program.i64_register_count,
         ref_register_count=program.ref_register_count,
         bytecode=program.bytecode,
+        i64_input_count=program.i64_input_count,
+        i64_output_count=program.i64_output_count,
     )
     constants = [mod.Constant(v.name, v.const.astype(v.type.dtype.numpy, copy=False).tobytes()) for v in program.constants]
     offsets = blob.entry_offsets or (0,) * len(blob.kernels)  # flat: where each kernel starts in the code
-    entry_points = [mod.EntryPoint(k.name, len(k.binding_min_lengths), len(k.push_constants), list(k.binding_min_lengths),
-                                   offset) for k, offset in zip(blob.kernels, offsets)]
+    # A dynamic kernel's lengths depend on its push constants: its guard checks them at each dispatch.
+    entry_points = [mod.EntryPoint(k.name, len(k.binding_min_lengths), len(k.push_constants),
+                                   [n if isinstance(n, int) else 0 for n in k.binding_min_lengths], offset)
+                    for k, offset in zip(blob.kernels, offsets)]
     executable = mod.Executable(blob.arch, entry_points, blob.code, blob.format)
-    buffers = [mod.PlannedBuffer(s.name, s.offset, s.size) for s in plan.storages]
+    buffers = [mod.PlannedBuffer(s.name, s.offset, s.size) for s in plan.storages if not s.pool]
     debug = [mod.EntryPointDebug(0, i, list(s.source_nodes)) for i, s in enumerate(specs)] if debug_info else None
     return mod.Module(graph.name or "main", [function], constants, [executable],
-                      mod.MemoryPlan(arena_size, buffers), debug)
+                      mod.MemoryPlan(arena_size, buffers), debug, messages=program.messages)

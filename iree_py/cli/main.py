@@ -12,10 +12,14 @@ from iree_py.errors import IreePyError
 
 def _cmd_compile(args: argparse.Namespace) -> int:
     from iree_py.compiler import CompileOptions, compile_model
-    dims = dict(_parse_dim(d) for d in args.dim)
+    parsed = [_parse_dim(d) for d in args.dim]
+    dims = {name: v for name, v in parsed if isinstance(v, int)}
+    dim_bounds = {name: v for name, v in parsed if isinstance(v, tuple)}
     after = "all" if args.print_ir_after_all else set(args.print_ir_after or []) or None
     from iree_py.fit import parse_size
     data = compile_model(args.model, CompileOptions(target=args.target, dims=dims or None, print_ir_after=after,
+                                                    dim_bounds=dim_bounds or None,
+                                                    pool_bytes=parse_size(args.pool_bytes) if args.pool_bytes else None,
                                                     debug_info=not args.strip_debug,
                                                     print_fn=lambda s: print(s, file=sys.stderr),
                                                     ram=parse_size(args.ram) if args.ram else None,
@@ -28,10 +32,14 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _parse_dim(text: str) -> tuple[str, int]:
+def _parse_dim(text: str) -> tuple[str, int | tuple[int, int]]:
+    """`batch=1` (the module is static in batch) or `seq=1..512` (seq stays symbolic, bounded)."""
     name, _, value = text.partition("=")
+    low, dots, high = value.partition("..")
+    if dots and low.isdigit() and high.isdigit() and int(low) <= int(high):
+        return name, (int(low), int(high))
     if not value.isdigit():
-        raise IreePyError(f"--dim {text}: expected NAME=VALUE, e.g. --dim batch=1")
+        raise IreePyError(f"--dim {text}: expected NAME=VALUE or NAME=LOW..HIGH, e.g. --dim batch=1 or --dim seq=1..512")
     return name, int(value)
 
 
@@ -62,6 +70,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             with np.printoptions(threshold=20, edgeitems=3, precision=6):
                 print(f"{name}: {'x'.join(map(str, value.shape))}x{value.dtype}\n{value}")
     sys.stdout.write(profile_text)
+    if args.stats:
+        print(f"peak memory: {module.peak_bytes} bytes")
     return 0
 
 
@@ -116,7 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("model", help="an ONNX model file")
     c.add_argument("--target", default="host", choices=available_targets())
     c.add_argument("-o", "--output", required=True, help="module file to write")
-    c.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE", help="value of a symbolic input dim")
+    c.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE|NAME=LO..HI",
+                   help="value of a symbolic input dim, or its range (the dim stays dynamic; memory is planned for HI)")
+    c.add_argument("--pool-bytes", metavar="SIZE", help="run-time pool for sizes with no bound (default 256M on hosted "
+                   "targets; required on boards when a size is unbounded)")
     c.add_argument("--print-ir-after", action="append", metavar="PASS", help="print the IR after this pass")
     c.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass")
     c.add_argument("--strip-debug", action="store_true", help="leave out source node names")
@@ -133,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--input", action="append", default=[], help="@x.npy, SHAPExDTYPE=@x.npy or SHAPExDTYPE=1,2,3 (one per input, in order)")
     r.add_argument("--output", action="append", default=[], help="@y.npy: where to save each output (one per output, in order)")
     r.add_argument("--profile", action="store_true", help="on a board: total cycles and cycles per kernel")
+    r.add_argument("--stats", action="store_true", help="print the call's peak memory (arena + pool high-water mark)")
     r.set_defaults(func=_cmd_run)
 
     b = sub.add_parser("benchmark", help="time a module's function; --profile adds the time per kernel")

@@ -155,7 +155,7 @@ def root_result(node: Node, defined: set[int]) -> Value:
 def _operand_kind(node: Node, operand: Value) -> str:
     out_shape = node.outputs[0].type.shape
     shape = operand.type.shape
-    if operand.type.num_elements == 1:
+    if operand.type.element_count == 1:
         return "scalar"
     # Right-align the operand's shape against the output's.
     padded = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
@@ -195,8 +195,8 @@ def _with_packed_conv_weight(dispatch: Dispatch, target: Target) -> Dispatch:
     it packed: the weight binding becomes a new constant holding the packed array, and the spec
     says so (attrs weight_layout, weight_lanes). Any other dispatch: unchanged."""
     x, weight = dispatch.inputs[0], dispatch.inputs[1]
-    if not weight.is_const or any(op.operand == 1 for op in dispatch.spec.epilogue):
-        return dispatch
+    if not weight.is_const or any(op.operand == 1 for op in dispatch.spec.epilogue) or not x.type.is_static:
+        return dispatch  # (symbolic dims: the dynamic conv reads the plain layout)
     if len(x.type.shape) != 4 or len(weight.type.shape) != 4:
         return dispatch
     strategy = choose_conv_strategy(conv_shape(dispatch.spec), target)
@@ -233,4 +233,6 @@ def dispatch_for(node: Node, name: str, defined: set[int], target: Target | None
     spec = KernelSpec(name, kind, tuple(v.type for v in inputs), tuple(v.type for v in node.outputs), attrs, (),
                       _source_nodes(node))
     dispatch = Dispatch(node, spec, inputs, list(node.outputs))
-    return choose_qconv_kernel(dispatch, target) if node.op == "QConv" and target is not None else dispatch
+    if node.op == "QConv" and target is not None and spec.inputs[0].is_static:
+        return choose_qconv_kernel(dispatch, target)
+    return dispatch

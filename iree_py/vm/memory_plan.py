@@ -11,15 +11,24 @@ to the last read of any of them (graph outputs: to the end); lifetimes are close
 node indices, so a kernel's output never overlaps its own inputs. Placement is greedy, largest
 first, at the lowest offset that fits between the placed storages whose lifetimes overlap
 (the classic offline planner, as in TFLite Micro).
+
+Symbolic sizes (docs/dynamic_shapes.md §4): a storage whose byte count is an Expr is planned at
+its upper bound when every symbol in it has one (`bounds`, from `--dim NAME=LO..HI`) and viewed at
+its run-time length; without bounds it is a pool storage: allocated from the module's pool when
+its value is defined and freed after its last read (`Storage.pool`).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
+from iree_py.errors import CompileError
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.ops_control_flow import bodies
 from iree_py.ir.ops_state import STATE_OPS
+from iree_py.ir.symbols import Expr, bounds as expr_bounds
+
+Bounds = dict[str, tuple[int, int]]  # symbol -> (lowest, highest) value, from --dim NAME=LO..HI
 
 ALIGNMENT = 64
 
@@ -29,10 +38,16 @@ class Storage:
     """One arena allocation, named after the value that owns it."""
 
     name: str
-    size: int
+    size: int                      # bytes reserved (a symbolic size: its upper bound; pool: 0)
     first: int
     last: int
     offset: int = -1
+    length: int | Expr = 0         # the run-time byte count: `size` when static, else an Expr
+    pool: bool = False             # allocated from the pool at run time (no bound known)
+
+    @property
+    def dynamic(self) -> bool:
+        return not isinstance(self.length, int)
 
 
 @dataclass
@@ -84,7 +99,7 @@ def _concat_in_place(node: Node, storages: dict[int, Storage], parent: dict[int,
     out = node.outputs[0]
     axis = node.attrs["axis"]
     ids = [id(v) for v in node.inputs]
-    if math.prod(out.type.shape[:axis]) != 1 or len(set(ids)) != len(ids):
+    if not out.type.is_static or math.prod(out.type.shape[:axis]) != 1 or len(set(ids)) != len(ids):
         return False
     if not all(i in storages and i not in parent for i in ids):
         return False  # a graph input, a constant, a view, or already a slice of another concat
@@ -96,7 +111,18 @@ def _concat_in_place(node: Node, storages: dict[int, Storage], parent: dict[int,
     return True
 
 
-def plan_memory(graph: Graph) -> MemoryPlanResult:
+def _storage(out: Value, index: int, dim_bounds: Bounds | None) -> Storage:
+    length = out.type.byte_count
+    if isinstance(length, int):
+        return Storage(out.name, _align(length), index, index, length=length)
+    missing = sorted(Expr.of(length).symbols - set(dim_bounds or {}))
+    if missing:
+        return Storage(out.name, 0, index, index, length=length, pool=True)
+    high = expr_bounds(length, dim_bounds or {})[1]
+    return Storage(out.name, _align(max(high, 0)), index, index, length=length)
+
+
+def plan_memory(graph: Graph, dim_bounds: Bounds | None = None) -> MemoryPlanResult:
     """Plan the arena for `graph`'s node results. Graph inputs and constants are not in the arena."""
     parent: dict[int, tuple[Value, int]] = {}
     storages: dict[int, Storage] = {}
@@ -111,14 +137,14 @@ def plan_memory(graph: Graph) -> MemoryPlanResult:
             elided.add(id(node))
             continue
         for out in node.outputs:
-            storages[id(out)] = Storage(out.name, _align(out.type.num_bytes), index, index)
-        if all(out.type.num_elements == 0 for out in node.outputs) and node.op not in STATE_OPS:
+            storages[id(out)] = _storage(out, index, dim_bounds)
+        if all(out.type.element_count == 0 for out in node.outputs) and node.op not in STATE_OPS:
             elided.add(id(node))  # nothing to compute: the results are empty (module state ops still copy)
             continue
         if node.op == "Concat" and _concat_in_place(node, storages, parent):
             elided.add(id(node))
         if bodies(node):
-            regions[id(node)] = _plan_region(node, index)
+            regions[id(node)] = _plan_region(node, index, dim_bounds)
             storages[id(node)] = regions[id(node)].storage
 
     plan = MemoryPlanResult(0, [], storages, parent, elided, regions)
@@ -138,14 +164,19 @@ def plan_memory(graph: Graph) -> MemoryPlanResult:
         s = plan.storage(v)
         if s is not None:
             s.last = len(graph.nodes)
-    plan.arena_size = _place(list(storages.values()))
+    plan.arena_size = _place([s for s in storages.values() if not s.pool])
     plan.storages = sorted(storages.values(), key=lambda s: (s.first, s.offset))
     set_base(plan, 0)
     return plan
 
 
-def _plan_region(node: Node, index: int) -> Region:
-    plans = [plan_memory(body) for body in bodies(node)]
+def _plan_region(node: Node, index: int, dim_bounds: Bounds | None) -> Region:
+    plans = [plan_memory(body, dim_bounds) for body in bodies(node)]
+    for value in [*node.outputs, *(s for p in plans for s in p.storages)]:
+        if (value.pool if isinstance(value, Storage) else not value.type.is_static):
+            raise CompileError(f"node '{node.name}' (op {node.op}): symbolic shapes inside or out of an "
+                               f"{node.op} body are not supported yet ({value.name}); bound the symbols with "
+                               f"--dim NAME=LO..HI or give them values")
     # A Loop's scratch: the iteration number, then one temporary per carried value (the lowering
     # copies carried results through them when a result is another carried input).
     slots = [] if node.op != "Loop" else [ALIGNMENT] + [_align(v.type.num_bytes) for v in

@@ -52,6 +52,7 @@ _I64_REGISTER_BYTES = 8
 _REF_REGISTER_BYTES = 24
 _ALLOCATION_PADDING = 64         # the arena's alignment, and slack per allocation
 _MAX_CALL_DEPTH = 32             # IRP_MAX_CALL_DEPTH's default (runtime_c/base/config.h)
+_POOL_BLOCK_TABLE_BYTES = 256 * 24  # the pool's block table (runtime_c/vm/pool.h), when there is a pool
 
 
 def module_state_bytes(module: mod.Module) -> int:
@@ -74,7 +75,9 @@ def module_state_bytes(module: mod.Module) -> int:
 def footprint(target: Target, module: mod.Module, module_bytes: int) -> Footprint:
     """What `module` (serialized to `module_bytes` bytes) needs on a board of `target`."""
     runtime_ram = target.runtime_ram_bytes + module_state_bytes(module)
-    arena = module.memory_plan.arena_size
+    pool = module.memory_plan.pool_size
+    # The run-time pool (symbolic sizes without a bound) is RAM like the arena.
+    arena = module.memory_plan.arena_size + (pool + _POOL_BLOCK_TABLE_BYTES if pool else 0)
     return Footprint(ram_needed=arena + runtime_ram, flash_needed=module_bytes, arena=arena, runtime_ram=runtime_ram)
 
 

@@ -22,6 +22,16 @@ def shape_matches(sig: TensorSig, shape: tuple[int, ...]) -> bool:
     return len(shape) == len(sig.shape) and all(d == DYNAMIC_DIM or d == s for d, s in zip(sig.shape, shape))
 
 
+def shape_mismatch(sig: TensorSig, shape: tuple[int, ...]) -> str:
+    """What is wrong with `shape` for `sig`: the rank, or the first static dim that differs."""
+    if len(shape) != len(sig.shape):
+        return f"rank {len(shape)}, expected rank {len(sig.shape)}"
+    for axis, (d, s) in enumerate(zip(sig.shape, shape)):
+        if d != DYNAMIC_DIM and d != s:
+            return f"dim {axis} is {s}, expected {d}"
+    return ""
+
+
 def check_inputs(fn: Function, args: tuple) -> list[np.ndarray]:
     if len(args) != len(fn.inputs):
         expected = ", ".join(describe(s) for s in fn.inputs)
@@ -38,6 +48,7 @@ def check_inputs(fn: Function, args: tuple) -> list[np.ndarray]:
             raise IreePyError(f"{fn.name}: input {i} {describe(sig)} was given dtype {a.dtype}; "
                               f"expected {sig.dtype.numpy} (convert with .astype(np.{sig.dtype.numpy}))")
         if not shape_matches(sig, tuple(a.shape)):
-            raise IreePyError(f"{fn.name}: input {i} {describe(sig)} was given shape {list(a.shape)}")
+            raise IreePyError(f"{fn.name}: input {i} {describe(sig)} was given shape {list(a.shape)}: "
+                              f"{shape_mismatch(sig, tuple(a.shape))}")
         arrays.append(a if a.flags.c_contiguous else a.copy(order="C"))  # ascontiguousarray makes 0-d arrays 1-d
     return arrays

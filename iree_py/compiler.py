@@ -21,6 +21,7 @@ from iree_py.module.writer import write_module
 from iree_py.passes.pipeline import run_pipeline
 from iree_py.vm.lowering import HostProgram, lower_graph
 from iree_py.vm.memory_plan import ALIGNMENT, MemoryPlanResult, plan_memory
+from iree_py.vm.memory_plan import needs_pool as memory_plan_needs_pool
 from iree_py.vm.state import mark_state_nodes, reserve_state
 
 ModelSource = str | Path | bytes
@@ -74,7 +75,7 @@ DEFAULT_POOL_BYTES = 256 << 20  # hosted targets: reserved address space, touche
 
 def pool_size(graph: Graph, plan: MemoryPlanResult, target: Target, options: CompileOptions) -> int:
     """Bytes of run-time pool the module asks for: none when every size is known or bounded."""
-    needs_pool = any(s.pool for s in plan.storages) or any(
+    needs_pool = memory_plan_needs_pool(graph, plan) or any(
         not v.type.is_static and plan.storage(v) is None for v in graph.outputs)
     if not needs_pool:
         return 0

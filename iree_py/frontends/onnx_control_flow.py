@@ -4,8 +4,10 @@ Each body is imported into its own context whose lookups fall back to the enclos
 value a body reads becomes a capture (a trailing node input and body input). Conditions and trip
 counts become i64 scalars. Scan becomes a Loop over slices of its scan inputs: inputs scanned along
 another axis are transposed first, reversed ones are reversed first, and the stacked outputs are
-reversed / transposed back after. Shapes must stay static (dynamic shapes: issue 3): a Loop whose
-scan outputs need a run-time trip count, or whose carried values change shape, is refused.
+reversed / transposed back after. Symbolic shapes (docs/control_flow.md, "Symbolic shapes"): scan
+outputs of a run-time trip count are counted in a fresh symbol, a carried value whose body result
+differs in one symbolic dim is reshaped back (checked at run time), If branches of different shapes
+give fresh symbols for the dims they disagree on (`result_shapes`).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import onnx
 from iree_py.frontends.onnx_compose import reshape, shape_of, transpose
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.ops import infer_types
+from iree_py.ir.symbols import Expr
 from iree_py.ir.types import DType, TensorType
 
 if TYPE_CHECKING:
@@ -70,7 +73,9 @@ def _close_body(proto: onnx.GraphProto, child: "OnnxContext", formals: list[Valu
     inner_of = {id(outer): inner for outer, inner in child.captures}
     extra = [inner_of.get(id(outer)) or Value(outer.name, outer.type) for outer in captures]
     names = [o.name for o in proto.output] + [f"cond_{len(outputs)}"] * (len(outputs) - len(proto.output))
-    return Graph(proto.name or "body", [*formals, *extra], outputs, list(child.graph_nodes), names[:len(outputs)])
+    body = Graph(proto.name or "body", [*formals, *extra], outputs, list(child.graph_nodes), names[:len(outputs)])
+    body.symbol_sources = dict(child.symbol_sources)  # symbols the body reads from its own tensors
+    return body
 
 
 def _union_captures(*children: "OnnxContext") -> list[Value]:
@@ -113,8 +118,31 @@ def if_(ctx: "OnnxContext") -> list[Value]:
         raise ctx.error(f"then_branch returns {len(then_out)} values, else_branch {len(else_out)}")
     captures = _union_captures(then_ctx, else_ctx)
     attrs = {"then_branch": _close_body(then_proto, then_ctx, [], then_out, captures),
-             "else_branch": _close_body(else_proto, else_ctx, [], else_out, captures)}
+             "else_branch": _close_body(else_proto, else_ctx, [], else_out, captures),
+             "result_shapes": _result_shapes(ctx, then_out, else_out)}
     return _append(ctx, "If", [cond, *captures], attrs, list(ctx.node.output))
+
+
+def _result_shapes(ctx: "OnnxContext", then_out: list[Value], else_out: list[Value]) -> list[tuple] | None:
+    """None when both branches give the same types; else each result's shape, with a fresh symbol
+    (set at run time by the branch taken) for every dim where the branches differ."""
+    from iree_py.frontends.onnx_symbolic import _fresh_symbol
+    if [v.type for v in then_out] == [v.type for v in else_out]:
+        return None
+    shapes, taken = [], set()
+    for k, (a, b) in enumerate(zip(then_out, else_out)):
+        shape = []
+        for axis, (x, y) in enumerate(zip(a.type.shape, b.type.shape)):
+            if x == y:
+                shape.append(x)
+                continue
+            name = _fresh_symbol(ctx, f"{ctx.node_name}_{k}_d{axis}")
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            shape.append(Expr.of(name))
+        shapes.append(tuple(shape))
+    return shapes
 
 
 def loop(ctx: "OnnxContext") -> list[Value]:
@@ -131,12 +159,15 @@ def loop(ctx: "OnnxContext") -> list[Value]:
         ctx.const(np.array(NO_TRIP_LIMIT, np.int64), f"{ctx.node_name}_no_trip_limit")
     cond = _scalar_i64(ctx, ctx.input(1), "condition") if ctx.has_input(1) else \
         ctx.const(np.array(1, np.int64), f"{ctx.node_name}_always")
-    trips = -1
+    trips: int | Expr = -1
     if scans:
-        if not trip.is_const or int(trip.const) == NO_TRIP_LIMIT:
-            raise ctx.error("scan outputs of a Loop whose trip count is not a compile-time constant need "
-                            "dynamic shapes, not supported yet")
-        trips = int(trip.const) if not cond.is_const or int(cond.const) else 0
+        if not trip.is_const:  # run-time trip count: the scan outputs' length is a symbol (see _iterations)
+            trips = _iterations(ctx)
+        elif int(trip.const) == NO_TRIP_LIMIT:
+            raise ctx.error("scan outputs of a Loop with no trip count (only a condition) are not supported: "
+                            "their storage is sized from the trip count before the loop runs")
+        else:
+            trips = int(trip.const) if not cond.is_const or int(cond.const) else 0
 
     child = _open_body(ctx, proto)
     iteration = Value(ctx.names.fresh(proto.input[0].name or "iteration"), TensorType(DType.i64, ()))
@@ -151,10 +182,39 @@ def loop(ctx: "OnnxContext") -> list[Value]:
         child.env[vi.name] = v
     outputs = _convert_body(ctx, child, proto)
     outputs[0] = _scalar_i64(child, outputs[0], "body condition")
+    for k, v in enumerate(carried):
+        outputs[1 + k] = _as_carried(child, outputs[1 + k], v.type, proto.output[1 + k].name)
+    for k in range(1 + n, len(outputs)):  # a scan slice declared static: held to it (checked at run time)
+        declared = _declared_shape(proto.output[k], ())
+        if declared or not outputs[k].type.shape:
+            slice_type = TensorType(outputs[k].type.dtype, declared)
+            outputs[k] = _as_carried(child, outputs[k], slice_type, proto.output[k].name)
     captures = _union_captures(child)
     body = _close_body(proto, child, [iteration, *carried], outputs, captures)
     attrs = {"body": body, "carried": n, "scan_inputs": 0, "scan_outputs": scans, "trips": trips}
     return _append(ctx, "Loop", [trip, cond, *carried_init, *captures], attrs, list(node.output))
+
+
+def _iterations(ctx: "OnnxContext") -> Expr:
+    """The symbol for the number of iterations a Loop with a run-time trip count runs: its scan
+    outputs' leading dim. The lowering allocates them for the trip count before the loop and sets
+    the symbol to the iterations actually run after it (vm/control_flow.py)."""
+    from iree_py.frontends.onnx_symbolic import _fresh_symbol
+    name = _fresh_symbol(ctx, f"{ctx.node_name}_iterations")
+    return Expr.of(name)
+
+
+def _as_carried(ctx: "OnnxContext", v: Value, carried: TensorType, name: str) -> Value:
+    """A carried result whose shape is only known at run time to be the carried value's (one dim
+    differs, and symbolically): a Reshape to the carried type, whose element count is checked at
+    run time. Any other change of type is refused by the Loop's shape rule."""
+    if v.type == carried or v.type.dtype != carried.dtype or len(v.type.shape) != len(carried.shape):
+        return v
+    differ = [a for a, (x, y) in enumerate(zip(v.type.shape, carried.shape)) if x != y]
+    if len(differ) != 1:
+        raise ctx.error(f"body output '{name}' is {v.type} but its carried value is {carried}: a carried value "
+                        f"must keep its shape")
+    return reshape(ctx, v, carried.shape)
 
 
 def _axes(ctx: "OnnxContext", name: str, count: int, ranks: list[int]) -> list[int]:
@@ -212,7 +272,8 @@ def scan(ctx: "OnnxContext") -> list[Value]:
     always = child.const(np.array(1, np.int64), f"{ctx.node_name}_always")
     body = _close_body(proto, child, [iteration, *formals], [always, *outputs], captures)
     attrs = {"body": body, "carried": n, "scan_inputs": m, "scan_outputs": k, "trips": trips}
-    trip = ctx.const(np.array(trips, np.int64), f"{ctx.node_name}_trips")
+    # A symbolic length: no tensor holds it; the lowering bounds the loop by the scan inputs' length.
+    trip = ctx.const(np.array(trips if isinstance(trips, int) else NO_TRIP_LIMIT, np.int64), f"{ctx.node_name}_trips")
     results = _append(ctx, "Loop", [trip, always, *states, *prepared, *captures], attrs,
                       [*node.output[:n], *([""] * k)])
     out_axes = _axes(ctx, "scan_output_axes", k, [len(v.type.shape) for v in results[n:]])

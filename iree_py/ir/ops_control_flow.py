@@ -7,16 +7,21 @@ the VM reads them with `buffer_load_i64`. docs/control_flow.md has the lowering.
 
 If:   inputs  [cond, *captures]
       attrs   then_branch, else_branch: Graph with inputs = captures, outputs = the node's outputs
+              result_shapes: None (both branches give the same types), or the results' shapes when
+                the branches' differ: a dim where they differ is a symbol of its own, which the
+                branch that runs sets (vm/control_flow.py)
 Loop: inputs  [trip_count, cond, *carried, *scan_inputs, *captures]   (trip_count, cond: i64[])
       attrs   body: Graph with
                 inputs  [iteration (i64[]), *carried, *scan_input slices, *captures]
                 outputs [cond (i64[]), *carried, *scan_output slices]
               carried, scan_inputs, scan_outputs: counts
-              trips: the iteration count scan outputs are sized for (-1: the loop has none)
+              trips: the iteration count scan outputs are sized for (-1: the loop has none); an
+                Expr: a Scan's symbolic length, or a symbol of its own that the loop sets to the
+                iterations it ran (a run-time trip count: vm/control_flow.py)
       outputs [*carried (final values), *scan_outputs ([trips, *slice shape])]
       Iteration i runs while i < trip_count and cond != 0; scan input j's slice i is
-      scan_inputs[j][i] (axis 0). A loop with scan outputs must run exactly `trips` times: the VM
-      checks it after the loop.
+      scan_inputs[j][i] (axis 0). A loop with scan outputs must run exactly `trips` times (unless
+      `trips` is the loop's own symbol): the VM checks it after the loop.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from typing import Any
 
 from iree_py.ir.graph import Graph, Node
 from iree_py.ir.opdef import OpDef
+from iree_py.ir.symbols import Expr
 from iree_py.ir.types import DType, TensorType
 
 CONDITION = TensorType(DType.i64, ())
@@ -52,10 +58,40 @@ def _if(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
     _check_inputs("then_branch", then_graph, inputs[1:])
     _check_inputs("else_branch", else_graph, inputs[1:])
     then_types, else_types = _types(then_graph.outputs), _types(else_graph.outputs)
+    if attrs["result_shapes"] is not None:
+        return _if_results(then_types, else_types, attrs["result_shapes"])
     if then_types != else_types:
         raise ValueError(f"branches give different types: then {[str(t) for t in then_types]}, "
                          f"else {[str(t) for t in else_types]} (branches whose shapes differ need dynamic shapes)")
     return then_types
+
+
+def branch_symbols(result: TensorType, then_type: TensorType, else_type: TensorType) -> list[tuple[int, str]]:
+    """(axis, symbol) of each dim of an If result that its branches set (the branches' dims differ)."""
+    return [(axis, next(iter(Expr.of(d).symbols))) for axis, (d, a, b) in
+            enumerate(zip(result.shape, then_type.shape, else_type.shape)) if a != b]
+
+
+def _if_results(then_types: list[TensorType], else_types: list[TensorType],
+                shapes: list[tuple]) -> list[TensorType]:
+    """Branches of different shapes: each dim where they differ is a symbol of its own (set by the
+    branch that runs); dtypes and ranks must agree."""
+    if not len(then_types) == len(else_types) == len(shapes):
+        raise ValueError(f"If has {len(shapes)} result shapes for {len(then_types)} / {len(else_types)} branch results")
+    results = []
+    for k, (a, b, shape) in enumerate(zip(then_types, else_types, shapes)):
+        if a.dtype != b.dtype or len(a.shape) != len(b.shape) or len(shape) != len(a.shape):
+            raise ValueError(f"If result {k}: branches give {a} and {b}; they must agree in element type and rank")
+        result = TensorType(a.dtype, tuple(shape))
+        for axis, (d, x, y) in enumerate(zip(result.shape, a.shape, b.shape)):
+            if x == y and d != x:
+                raise ValueError(f"If result {k} dim {axis} is {d} but both branches give {x}")
+            if x != y and (isinstance(d, int) or len(Expr.of(d).symbols) != 1 or Expr.of(d) != Expr.of(
+                    next(iter(Expr.of(d).symbols)))):
+                raise ValueError(f"If result {k} dim {axis}: branches give {x} and {y}, so it must be a symbol "
+                                 f"of its own, got {d}")
+        results.append(result)
+    return results
 
 
 def _loop(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
@@ -80,13 +116,13 @@ def _loop(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
     if outs[1:1 + carried] != carried_types:
         raise ValueError(f"Loop body changes the carried types {[str(t) for t in carried_types]} to "
                          f"{[str(t) for t in outs[1:1 + carried]]} (needs dynamic shapes)")
-    if scan_out and trips < 0:
+    if scan_out and isinstance(trips, int) and trips < 0:
         raise ValueError("Loop scan outputs need a trip count known at compile time")
     return [*carried_types, *(TensorType(t.dtype, (trips, *t.shape)) for t in outs[1 + carried:])]
 
 
 CONTROL_FLOW_OP_DEFS = [
-    OpDef("If", ("else_branch", "then_branch"), 1, None, _if, dtypes=frozenset({DType.i64})),
+    OpDef("If", ("else_branch", "result_shapes", "then_branch"), 1, None, _if, dtypes=frozenset({DType.i64})),
     OpDef("Loop", ("body", "carried", "scan_inputs", "scan_outputs", "trips"), 2, None, _loop,
           dtypes=frozenset({DType.i64})),
 ]

@@ -21,6 +21,8 @@ def loop(inputs: list[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
     scan_inputs = inputs[2 + carried_n:2 + carried_n + scan_in_n]
     captures = inputs[2 + carried_n + scan_in_n:]
     stacked: list[list[np.ndarray]] = [[] for _ in range(scan_out_n)]
+    if scan_inputs:  # trips may be symbolic (a Scan over a symbolic length): the inputs bound the loop
+        trip_count = min(trip_count, len(scan_inputs[0]))
     i = 0
     while i < trip_count and cond != 0:
         results = evaluate(attrs["body"], [np.array(i, np.int64), *carried, *(x[i] for x in scan_inputs), *captures])
@@ -29,7 +31,7 @@ def loop(inputs: list[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
         for out, value in zip(stacked, results[1 + carried_n:]):
             out.append(value)
         i += 1
-    if scan_out_n and i != attrs["trips"]:
+    if scan_out_n and isinstance(attrs["trips"], int) and i != attrs["trips"]:
         raise ValueError(f"Loop ran {i} times but its scan outputs are sized for {attrs['trips']}")
     body_outputs = attrs["body"].outputs[1 + carried_n:]
     scans = [np.stack(out) if out else np.zeros((0, *v.type.shape), v.type.dtype.numpy)

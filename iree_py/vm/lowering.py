@@ -167,11 +167,13 @@ class Lowerer:
         from iree_py.vm.control_flow import emit_control_flow
         for index, node in enumerate(graph.nodes):
             if id(node) not in plan.elided:
-                self.allocate(node, plan)
                 if node.op in BODY_ATTRS:
-                    emit_control_flow(self, node, plan)
+                    emit_control_flow(self, node, plan)  # allocates its own results (scan outputs by trip count)
                 else:
+                    self.allocate(node, plan)
                     self.emit_dispatch(node, plan)
+            elif any(not v.type.is_static for v in [*node.inputs, *node.outputs]):
+                self.emit_checks(node)  # a view (Reshape) from or to symbolic dims: its element count
             self.load_symbols(node.outputs, plan)
             self.free_after(index, plan)
 

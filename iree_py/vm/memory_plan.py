@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from iree_py.errors import CompileError
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.ops_control_flow import bodies
 from iree_py.ir.ops_state import STATE_OPS
@@ -171,19 +170,26 @@ def plan_memory(graph: Graph, dim_bounds: Bounds | None = None) -> MemoryPlanRes
 
 
 def _plan_region(node: Node, index: int, dim_bounds: Bounds | None) -> Region:
+    """Bodies may hold symbolic shapes: their pool storages are allocated and freed inside the body
+    each time it runs (vm/control_flow.py); only their arena storages share the region."""
     plans = [plan_memory(body, dim_bounds) for body in bodies(node)]
-    for value in [*node.outputs, *(s for p in plans for s in p.storages)]:
-        if (value.pool if isinstance(value, Storage) else not value.type.is_static):
-            raise CompileError(f"node '{node.name}' (op {node.op}): symbolic shapes inside or out of an "
-                               f"{node.op} body are not supported yet ({value.name}); bound the symbols with "
-                               f"--dim NAME=LO..HI or give them values")
     # A Loop's scratch: the iteration number, then one temporary per carried value (the lowering
-    # copies carried results through them when a result is another carried input).
-    slots = [] if node.op != "Loop" else [ALIGNMENT] + [_align(v.type.num_bytes) for v in
+    # copies carried results through them when a result is another carried input). A carried
+    # value with a symbolic size has its temporary at its upper bound, or from the pool (size 0).
+    slots = [] if node.op != "Loop" else [ALIGNMENT] + [_storage(v, index, dim_bounds).size for v in
                                                         node.outputs[:node.attrs["carried"]]]
     scratch_offset = max((p.arena_size for p in plans), default=0)
     storage = Storage(f"{node.name or node.op}.region", max(ALIGNMENT, scratch_offset + sum(slots)), index, index)
     return Region(storage, plans, scratch_offset, slots)
+
+
+def needs_pool(graph: Graph, plan: MemoryPlanResult) -> bool:
+    """Whether a storage of `plan` or of a body nested in it comes from the run-time pool (a
+    Loop's pool temporaries belong to carried results that are pool storages themselves)."""
+    if any(s.pool for s in plan.storages):
+        return True
+    return any(needs_pool(body, p) for node in graph.nodes if id(node) in plan.regions
+               for body, p in zip(bodies(node), plan.regions[id(node)].bodies))
 
 
 def set_base(plan: MemoryPlanResult, base: int) -> None:

@@ -93,7 +93,7 @@ def if_(ctx: "TfliteContext") -> list[Value]:
         formals = _formals(ctx, args, f"{node_name}_{key}_arg")
         nodes, outputs = _subgraph(ctx, index, formals, key.replace("_branch", ""))
         branches[key] = Graph(key, formals, outputs, nodes, [v.name for v in outputs])
-    return _append(ctx, "If", [cond, *args], branches)
+    return _append(ctx, "If", [cond, *args], {**branches, "result_shapes": None})
 
 
 def while_(ctx: "TfliteContext") -> list[Value]:

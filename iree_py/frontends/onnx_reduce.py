@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from iree_py.frontends.onnx_dims import dims_of
+from iree_py.frontends.onnx_rt_reduce import convert_runtime_reduce, runtime_axes_input
 from iree_py.ir.graph import Value
 
 if TYPE_CHECKING:
@@ -61,7 +62,10 @@ def convert_reduce(ctx: "OnnxContext", kind: str, axes_input_from: int) -> list[
     shape = dims_of(x)
     rank = len(shape)
     keepdims = int(ctx.attr("keepdims", 1))
-    requested = _requested_axes(ctx, axes_input_from)
+    runtime_axes = runtime_axes_input(ctx, axes_input_from)  # onnx_rt_reduce.py: axes given at run time
+    if runtime_axes is not None and runtime_axes.type.num_elements and rank:
+        return convert_runtime_reduce(ctx, kind, x, runtime_axes, keepdims)
+    requested = None if runtime_axes is not None else _requested_axes(ctx, axes_input_from)
     if requested is None:
         noop = ctx.opset >= axes_input_from and int(ctx.attr("noop_with_empty_axes", 0))
         if noop:

@@ -103,5 +103,7 @@ RESIZE_PAD_OP_DEFS = [
     OpDef("ArgMax", ("axis", "keepdims", "select_last_index"), 1, 1, _arg),
     OpDef("ArgMin", ("axis", "keepdims", "select_last_index"), 1, 1, _arg),
     # ONNX TopK's two outputs are two single-output nodes; result says which one.
-    OpDef("TopK", ("axis", "k", "largest", "result"), 1, 1, _topk),
+    OpDef("TopK", ("axis", "k", "largest", "result"), 1, 1, _topk,
+          dtypes=frozenset({DType.f32, DType.f64, DType.i8, DType.i16, DType.i32, DType.i64,  # rt_datadep
+                            DType.u8, DType.u16, DType.u32, DType.u64})),
 ]

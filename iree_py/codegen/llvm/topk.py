@@ -18,6 +18,9 @@ from iree_py.ir.types import DType
 
 def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
     what = f"topk kernel {spec.name}"
+    if spec.inputs and spec.inputs[0].dtype != DType.f32:  # other dtypes: the generic kernel
+        from iree_py.codegen.llvm.dynamic.topk import build as build_generic
+        return build_generic(spec, module, target)
     if len(spec.inputs) != 1 or len(spec.outputs) != 1:
         raise ValueError(f"{what}: expects 1 input and 1 output")
     result = spec.attrs.get("result")

@@ -85,6 +85,16 @@ DIRECT_KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     # -- ops_misc: entries below this line --
     "CumProd": ("cumprod", ("axis", "exclusive", "reverse")),
     "BitCast": ("bitcast", ("to",)),
+    # -- rt_reduce: entries below this line --
+    "ReduceRuntimeAxes": ("reduce_rt", ("kind", "keepdims")),
+    # -- rt_resize: entries below this line --
+    "ResizeRuntime": ("resize_rt", ("antialias", "axes", "coordinate_mode", "cubic_coeff_a", "exclude_outside",
+                                   "extrapolation_value", "mode", "nearest_mode", "scales_from_sizes")),
+    # -- rt_datadep: entries below this line --
+    "NonZeroCount": ("nonzero_count", ()),
+    "NonZero": ("nonzero", ("count",)),
+    "UniqueCount": ("unique_count", ("axis",)),
+    "Unique": ("unique", ("axis", "count", "result", "sorted")),
 }
 EPILOGUE_ROOTS = ("Conv", "MatMul")
 

@@ -99,6 +99,14 @@ KERNEL_KINDS = (
     # -- dtypes2: entries below this line --
     # -- ops_misc: entries below this line --
     "cumprod", "bitcast",
+    # -- rt_reduce: entries below this line --
+    # reduce_rt: X f32 (any rank), mask i64[rank] (1 = reduced, known at run time) -> Y f32 over the kept axes;
+    #            attrs kind (as reduce), keepdims (dynamic builder only: Y's dims are symbols)
+    "reduce_rt",
+    # -- rt_resize: entries below this line --
+    "resize_rt",
+    # -- rt_datadep: entries below this line --
+    "nonzero_count", "nonzero", "unique_count", "unique",
 )
 
 # Elementwise ops an Expr or an epilogue may use, with the attributes they read.

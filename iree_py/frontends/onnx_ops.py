@@ -13,6 +13,7 @@ import numpy as np
 from iree_py.frontends.onnx_convt import CONVT_CONVERTERS, pool_1d_3d
 from iree_py.frontends.onnx_control_flow import CONTROL_FLOW_CONVERTERS
 from iree_py.frontends.onnx_cumulative import CUMULATIVE_CONVERTERS
+from iree_py.frontends.onnx_datadep import DATADEP_CONVERTERS
 from iree_py.frontends.onnx_dtypes2 import DTYPES2_CONVERTERS
 from iree_py.frontends.onnx_grid_sample import GRID_SAMPLE_CONVERTERS
 from iree_py.frontends.onnx_indexing import INDEXING_CONVERTERS
@@ -614,4 +615,6 @@ CONVERTERS: dict[str, Converter] = {
     **LINEAR_ATTENTION_CONVERTERS,
     # -- control_flow: entries below this line --
     **CONTROL_FLOW_CONVERTERS,
+    # -- rt_datadep: entries below this line --
+    **DATADEP_CONVERTERS,
 }

@@ -704,13 +704,31 @@ def nonzero(ctx: "OnnxContext") -> list[Value]:
                     f"elements is data-dependent and no kernel computes it yet")
 
 
+def _rt_reshape(op: str) -> SymbolicConverter:
+    """Squeeze/Unsqueeze/Slice/OneHot/Dropout with parameters given at run time (onnx_rt_reshape.py,
+    imported when first used: it imports this module; it falls back to the converters here)."""
+    def convert(ctx: "OnnxContext") -> list[Value] | None:
+        from iree_py.frontends.onnx_rt_reshape import RT_RESHAPE_CONVERTERS
+        return RT_RESHAPE_CONVERTERS[op](ctx)
+    return convert
+
+
+def _rt_resize(op: str) -> SymbolicConverter:
+    """Resize/Upsample with run-time scales/sizes/roi or symbolic dims (onnx_rt_resize.py, imported
+    when first used: it imports this module)."""
+    def convert(ctx: "OnnxContext") -> list[Value] | None:
+        from iree_py.frontends.onnx_rt_resize import RT_RESIZE_CONVERTERS
+        return RT_RESIZE_CONVERTERS[op](ctx)
+    return convert
+
+
 SYMBOLIC_CONVERTERS: dict[str, SymbolicConverter] = {
     "Shape": _shape,
     "Size": _size,
     "Gather": _gather,
     "Concat": _concat,
-    "Unsqueeze": _unsqueeze,
-    "Squeeze": _squeeze,
+    "Unsqueeze": _rt_reshape("Unsqueeze"),  # falls back to _unsqueeze
+    "Squeeze": _rt_reshape("Squeeze"),  # falls back to _squeeze
     "Identity": _identity,
     "Cast": _cast,
     "Add": _elementwise(lambda ctx: lambda a, b: a + b),
@@ -727,15 +745,26 @@ SYMBOLIC_CONVERTERS: dict[str, SymbolicConverter] = {
     "ConstantOfShape": _constant_of_shape,
     "Range": _range,
     "Tile": _tile,
-    "Slice": _slice,
+    "Slice": _rt_reshape("Slice"),  # falls back to _slice
     "TopK": _topk,
     "Split": _split,
+    # -- rt_resize: entries below this line --
+    "Resize": _rt_resize("Resize"),
+    "Upsample": _rt_resize("Upsample"),
+    # -- rt_reshape: entries below this line --
+    "OneHot": _rt_reshape("OneHot"),
+    "Dropout": _rt_reshape("Dropout"),
+    "Pad": _rt_reshape("Pad"),
 }
 
 # Inputs that determine an op's output shape: a run-time tensor there selects the symbolic converter.
 SHAPE_INPUTS: dict[str, tuple[int, ...]] = {
     "Reshape": (1,), "Expand": (1,), "ConstantOfShape": (0,), "Range": (0, 1, 2), "Tile": (1,),
-    "Slice": (1, 2), "TopK": (1,), "Split": (1,),
+    "Slice": (1, 2, 3, 4), "TopK": (1,), "Split": (1,),
+    # -- rt_resize: entries below this line --
+    "Resize": (1, 2, 3), "Upsample": (1,),
+    # -- rt_reshape: entries below this line --
+    "Squeeze": (1,), "Unsqueeze": (1,), "OneHot": (1,), "Dropout": (1, 2), "Pad": (1, 2, 3),
 }
 
 

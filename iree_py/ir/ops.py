@@ -21,6 +21,9 @@ from iree_py.ir.ops_qsoftmax import QSOFTMAX_OP_DEFS
 from iree_py.ir.ops_resize_pad import RESIZE_PAD_OP_DEFS
 from iree_py.ir.ops_state import STATE_OP_DEFS
 from iree_py.ir.ops_recurrent import RECURRENT_OP_DEFS
+from iree_py.ir.ops_rt_reduce import RT_REDUCE_OP_DEFS
+from iree_py.ir.ops_rt_resize import RT_RESIZE_OP_DEFS
+from iree_py.ir.ops_datadep import DATADEP_OP_DEFS
 from iree_py.ir.dim_checks import at_least, broadcast_shapes, product, require_equal
 from iree_py.ir.opdef import ANY_DTYPE, OpDef, SymbolicShapeError, pool_output_dim, pool_rule
 from iree_py.ir.ops_logic import FLOAT_DTYPES, INT_DTYPES, NUMERIC_DTYPES, SINGLE_HALF_DTYPES
@@ -298,6 +301,12 @@ _DEFS = [
     *MISC_OP_DEFS,
     # -- control_flow: entries below this line --
     *CONTROL_FLOW_OP_DEFS,
+    # -- rt_reduce: entries below this line --
+    *RT_REDUCE_OP_DEFS,
+    # -- rt_datadep: entries below this line --
+    *DATADEP_OP_DEFS,
+    # -- rt_resize: entries below this line --
+    *RT_RESIZE_OP_DEFS,
 ]
 
 OPS: dict[str, OpDef] = {d.name: d for d in _DEFS}

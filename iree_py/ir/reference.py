@@ -13,6 +13,7 @@ from iree_py.ir import indexing_ops
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.opdef import pool_output_size
 from iree_py.ir.reference_convt import KERNELS as CONVT_KERNELS
+from iree_py.ir.reference_datadep import KERNELS as DATADEP_KERNELS
 from iree_py.ir.reference_control_flow import KERNELS as CONTROL_FLOW_KERNELS
 from iree_py.ir.reference_logic import KERNELS as LOGIC_KERNELS
 from iree_py.ir.reference_misc import KERNELS as MISC_KERNELS
@@ -21,6 +22,8 @@ from iree_py.ir.ops_qlookup import QLOOKUP_KERNELS
 from iree_py.ir.reference_qsoftmax import QSOFTMAX_KERNELS
 from iree_py.ir.reference_resize_pad import KERNELS as RESIZE_PAD_KERNELS
 from iree_py.ir.reference_recurrent import KERNELS as RECURRENT_KERNELS
+from iree_py.ir.ops_rt_reduce import rt_reduce_reference
+from iree_py.ir.ops_rt_resize import rt_resize_reference
 from iree_py.ir.reference_symbolic import evaluate_symbolic, has_symbols
 
 Kernel = Callable[[list[np.ndarray], dict[str, Any]], np.ndarray]
@@ -312,6 +315,12 @@ KERNELS: dict[str, Kernel] = {
     **MISC_KERNELS,
     # -- control_flow: entries below this line --
     **CONTROL_FLOW_KERNELS,
+    # -- rt_reduce: entries below this line --
+    "ReduceRuntimeAxes": rt_reduce_reference,
+    # -- rt_datadep: entries below this line --
+    **DATADEP_KERNELS,
+    # -- rt_resize: entries below this line --
+    "ResizeRuntime": rt_resize_reference,
 }
 
 

@@ -80,6 +80,13 @@ KERNEL_BUILDERS: dict[str, str] = {
     # -- ops_misc: entries below this line --
     "cumprod": "cumsum:build_cumprod",
     "bitcast": "bitcast:build",
+    # -- rt_resize: entries below this line --
+    "resize_rt": "dynamic.resize_rt:build",
+    # -- rt_datadep: entries below this line --
+    "nonzero_count": "dynamic.datadep:build_nonzero_count",
+    "nonzero": "dynamic.datadep:build_nonzero",
+    "unique_count": "dynamic.datadep:build_unique_count",
+    "unique": "dynamic.datadep:build_unique",
 }
 
 

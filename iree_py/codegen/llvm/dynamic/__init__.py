@@ -45,6 +45,16 @@ DYNAMIC_BUILDERS: dict[str, str] = {
     "lstm": "recurrent:build",
     "gru": "recurrent:build",
     "rnn": "recurrent:build",
+    # -- rt_reduce: entries below this line --
+    "reduce_rt": "reduce_rt:build",
+    # -- rt_datadep: entries below this line --
+    "topk": "topk:build",
+    "nonzero_count": "datadep:build_nonzero_count",
+    "nonzero": "datadep:build_nonzero",
+    "unique_count": "datadep:build_unique_count",
+    "unique": "datadep:build_unique",
+    # -- rt_resize: entries below this line --
+    "resize_rt": "resize_rt:build",
 }
 
 

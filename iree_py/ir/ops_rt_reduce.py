@@ -55,5 +55,6 @@ def rt_reduce_reference(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndar
 
 
 RT_REDUCE_OP_DEFS = [
-    OpDef("ReduceRuntimeAxes", ("keepdims", "kind", "shape", "valid"), 2, 2, rt_reduce_rule),
+    OpDef("ReduceRuntimeAxes", ("keepdims", "kind", "shape", "valid"), 2, 2, rt_reduce_rule,
+          dtypes=frozenset({DType.f32, DType.f64})),  # f64math: codegen/llvm/reduce_f64.py
 ]

@@ -187,7 +187,7 @@ def test_mixed_dtype_expr() -> None:
     ((ExprStep("And", (("in", 0), ("in", 1))),), [DType.i32, DType.i32], DType.i32, "takes bool operands"),
     ((ExprStep("Less", (("in", 0), ("in", 1)), (), DType.f32),), [DType.f32, DType.f32], DType.f32, "gives bool"),
     ((ExprStep("Add", (("in", 0), ("in", 1))),), [DType.f32, DType.i32], DType.f32, "differ in dtype"),
-    ((ExprStep("Exp", (("in", 0),)),), [DType.f64], DType.f64, "no f64 kernel"),
+    ((ExprStep("Sin", (("in", 0),)),), [DType.f64], DType.f64, "no f64 kernel"),  # Exp/Log have one (math_f64)
     ((ExprStep("Exp", (("in", 0),)),), [DType.i32], DType.i32, "Exp is not supported on i32"),
     ((ExprStep("Where", (("in", 0), ("in", 1), ("in", 1))),), [DType.f32, DType.f32], DType.f32, "Where wants"),
     ((ExprStep("Cast", (("in", 0),), (), DType.i8),), [DType.f32], DType.f32, "the expression gives i8"),

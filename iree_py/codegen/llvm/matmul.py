@@ -26,6 +26,7 @@ from iree_py.codegen.llvm.epilogue import (TilePosition, apply_epilogue, carried
                                            check_epilogue, fma, i64, if_then, imin, load_tile,
                                            simple_loop, splat, store_tile, zero)
 from iree_py.codegen.target import Target
+from iree_py.ir.types import DType
 
 ROW_BLOCK_ROWS = 48      # a workgroup covers about this many rows ...
 COLUMN_BLOCK_TILES = 4   # ... and up to 4 column tiles
@@ -183,6 +184,9 @@ def _emit_row_tiles(b: ir.IRBuilder, spec: KernelSpec, shape: MatmulShape, ops: 
 def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
     if spec.kind != "matmul":
         raise ValueError(f"matmul.build got kernel {spec.name} of kind {spec.kind!r}")
+    if spec.inputs and spec.inputs[0].dtype == DType.f64:  # f64math: matmul_f64.py
+        from iree_py.codegen.llvm import matmul_f64
+        return matmul_f64.build(spec, module, target)
     shape = matmul_shape(spec)
     check_epilogue(spec.epilogue, len(spec.inputs), spec.name)
     tiling = matmul_tiling(target)

@@ -110,6 +110,9 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
     what = f"reduce kernel {spec.name}"
     if len(spec.inputs) != 1 or len(spec.outputs) != 1:
         raise ValueError(f"{what}: expects 1 input and 1 output")
+    if spec.inputs[0].dtype == DType.f64:  # f64math: scalar double-precision kernel
+        from iree_py.codegen.llvm.reduce_f64 import build_static
+        return build_static(spec, module, target)
     if spec.inputs[0].dtype != DType.f32 or spec.outputs[0].dtype != DType.f32:
         raise ValueError(f"{what}: only f32 is supported, got {spec.inputs[0]} -> {spec.outputs[0]}")
     kind = spec.attrs.get("kind")

@@ -174,11 +174,17 @@ def _build(spec: KernelSpec, module: ir.Module, target, contiguous: RowFn | None
 
 
 def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
+    if spec.inputs and spec.inputs[0].dtype == DType.f64:  # f64math: softmax_f64.py
+        from iree_py.codegen.llvm import softmax_f64
+        return softmax_f64.build(spec, module, target, log=False)
     return _build(spec, module, target, _softmax_contiguous, _softmax_columns, f"softmax kernel {spec.name}",
                   needs_elements=False)
 
 
 def build_logsoftmax(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
+    if spec.inputs and spec.inputs[0].dtype == DType.f64:  # f64math: softmax_f64.py
+        from iree_py.codegen.llvm import softmax_f64
+        return softmax_f64.build(spec, module, target, log=True)
     return _build(spec, module, target, _logsoftmax_contiguous, _logsoftmax_columns,
                   f"logsoftmax kernel {spec.name}", needs_elements=True)
 

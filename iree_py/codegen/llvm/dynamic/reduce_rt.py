@@ -13,6 +13,7 @@ after its finish (sum 0, max -inf, mean NaN), as the static dynamic reduce does.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from llvmlite import ir
@@ -25,6 +26,34 @@ from iree_py.codegen.llvm.dynamic.linalg_common import count_to_f32
 from iree_py.codegen.llvm.reduce_kernel import KINDS, REDUCERS, Reducer, _reduce
 from iree_py.codegen.target import Target
 from iree_py.ir.types import DType
+
+
+@dataclass
+class MaskedAxes:
+    """X's run-time strides split by the axes mask: the extents each output element walks over
+    (kept: 1 on reduced axes; reduced: 1 on kept axes) and the element counts of both."""
+
+    strides: list[ir.Value]
+    kept_extent: list[ir.Value]
+    reduced_extent: list[ir.Value]
+    out_count: ir.Value
+    count: ir.Value
+
+
+def masked_axes(b: ir.IRBuilder, dims: list[ir.Value], flags: ir.Value) -> MaskedAxes:
+    """`flags`: the i64[rank] mask binding (nonzero = reduced)."""
+    one, zero, rank = const_i64(1), const_i64(0), len(dims)
+    strides: list[ir.Value] = [one] * rank
+    for axis in range(rank - 2, -1, -1):
+        strides[axis] = b.mul(strides[axis + 1], dims[axis + 1])
+    reduced = [b.icmp_signed("!=", b.load(element_ptr(b, flags, axis, I64), typ=I64, align=ALIGN), zero)
+               for axis in range(rank)]
+    kept_extent = [b.select(r, one, d) for r, d in zip(reduced, dims)]
+    reduced_extent = [b.select(r, d, one) for r, d in zip(reduced, dims)]
+    out_count, count = one, one
+    for k, r in zip(kept_extent, reduced_extent):
+        out_count, count = b.mul(out_count, k), b.mul(count, r)
+    return MaskedAxes(strides, kept_extent, reduced_extent, out_count, count)
 
 
 def _nested(b: ir.IRBuilder, extents: list[ir.Value], strides: list[ir.Value], base: ir.Value,
@@ -42,6 +71,9 @@ def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
     if len(spec.inputs) != 2 or len(spec.outputs) != 1:
         raise ValueError(f"{what}: expects inputs X, mask and one output")
     x, mask, y = spec.inputs[0], spec.inputs[1], spec.outputs[0]
+    if x.dtype == DType.f64:  # f64math: scalar double-precision kernel
+        from iree_py.codegen.llvm.reduce_f64 import build_runtime_axes
+        return build_runtime_axes(spec, module, target)
     if x.dtype != DType.f32 or y.dtype != DType.f32:
         raise ValueError(f"{what}: only f32 is supported, got {x} -> {y}")
     rank = len(x.shape)
@@ -55,17 +87,9 @@ def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
     b = dk.builder
     src, flags, dst = dk.binding(0), dk.binding(1), dk.binding(2)
     one, zero = const_i64(1), const_i64(0)
-    dims = dk.dims(x)
-    strides: list[ir.Value] = [one] * rank
-    for axis in range(rank - 2, -1, -1):
-        strides[axis] = b.mul(strides[axis + 1], dims[axis + 1])
-    reduced = [b.icmp_signed("!=", b.load(element_ptr(b, flags, axis, I64), typ=I64, align=ALIGN), zero)
-               for axis in range(rank)]
-    kept_extent = [b.select(r, one, d) for r, d in zip(reduced, dims)]
-    reduced_extent = [b.select(r, d, one) for r, d in zip(reduced, dims)]
-    out_count, count = one, one
-    for k, r in zip(kept_extent, reduced_extent):
-        out_count, count = b.mul(out_count, k), b.mul(count, r)
+    m = masked_axes(b, dk.dims(x), flags)
+    strides, kept_extent, reduced_extent, out_count, count = (m.strides, m.kept_extent, m.reduced_extent,
+                                                              m.out_count, m.count)
 
     consistent = b.icmp_signed("==", out_count, dk.dim(y.element_count))
     with b.if_then(consistent):

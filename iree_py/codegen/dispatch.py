@@ -95,6 +95,11 @@ DIRECT_KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     "NonZero": ("nonzero", ("count",)),
     "UniqueCount": ("unique_count", ("axis",)),
     "Unique": ("unique", ("axis", "count", "result", "sorted")),
+    # -- nms: entries below this line --
+    "NmsSelect": ("nms_select", ("center_point_box", "use_score_threshold")),
+    "NmsOutput": ("nms_output", ("count",)),
+    "RoiAlign": ("roi_align", ("mode", "output_height", "output_width", "sampling_ratio", "spatial_scale",
+                               "half_pixel")),
 }
 EPILOGUE_ROOTS = ("Conv", "MatMul")
 

@@ -107,6 +107,8 @@ KERNEL_KINDS = (
     "resize_rt",
     # -- rt_datadep: entries below this line --
     "nonzero_count", "nonzero", "unique_count", "unique",
+    # -- nms: entries below this line --
+    "nms_select", "nms_output", "roi_align",
 )
 
 # Elementwise ops an Expr or an epilogue may use, with the attributes they read.

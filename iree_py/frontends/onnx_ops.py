@@ -14,8 +14,10 @@ from iree_py.frontends.onnx_convt import CONVT_CONVERTERS, pool_1d_3d
 from iree_py.frontends.onnx_control_flow import CONTROL_FLOW_CONVERTERS
 from iree_py.frontends.onnx_cumulative import CUMULATIVE_CONVERTERS
 from iree_py.frontends.onnx_datadep import DATADEP_CONVERTERS
+from iree_py.frontends.onnx_nms import NMS_CONVERTERS
 from iree_py.frontends.onnx_dtypes2 import DTYPES2_CONVERTERS
 from iree_py.frontends.onnx_grid_sample import GRID_SAMPLE_CONVERTERS
+from iree_py.frontends.onnx_imageops import IMAGEOPS_CONVERTERS
 from iree_py.frontends.onnx_indexing import INDEXING_CONVERTERS
 from iree_py.frontends.onnx_linear_attention import LINEAR_ATTENTION_CONVERTERS
 from iree_py.frontends.onnx_logic import LOGIC_CONVERTERS
@@ -26,6 +28,8 @@ from iree_py.frontends.onnx_quant import CONVERTERS as QUANT_CONVERTERS
 from iree_py.frontends.onnx_reduce import REDUCE_CONVERTERS
 from iree_py.frontends.onnx_resize_pad import RESIZE_PAD_CONVERTERS
 from iree_py.frontends.onnx_signal import SIGNAL_CONVERTERS
+from iree_py.frontends.onnx_signal_rt import SIGNAL_RT_CONVERTERS
+from iree_py.frontends.onnx_textops import TEXTOPS_CONVERTERS
 from iree_py.frontends.onnx_recurrent import RECURRENT_CONVERTERS
 from iree_py.frontends.onnx_dims import dim_list, dims_of
 from iree_py.frontends.onnx_symbolic import nonzero
@@ -617,4 +621,12 @@ CONVERTERS: dict[str, Converter] = {
     **CONTROL_FLOW_CONVERTERS,
     # -- rt_datadep: entries below this line --
     **DATADEP_CONVERTERS,
+    # -- signal: entries below this line --
+    **SIGNAL_RT_CONVERTERS,
+    # -- imageops: entries below this line --
+    **IMAGEOPS_CONVERTERS,
+    # -- nms: entries below this line --
+    **NMS_CONVERTERS,
+    # -- textops: entries below this line --
+    **TEXTOPS_CONVERTERS,
 }

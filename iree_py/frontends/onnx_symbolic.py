@@ -474,8 +474,8 @@ def _range(ctx: "OnnxContext") -> list[Value] | None:
         return None
     dtype = values[0].type.dtype
     if dtype not in INDEX_DTYPES:
-        raise ctx.error(f"Range of {dtype.value} with a start, limit or delta given at run time is not "
-                        f"supported; only int64/int32")
+        from iree_py.frontends.onnx_signal_rt import float_range
+        return float_range(ctx, values)
     if all(v.is_const or is_known(ctx, v) for v in values):
         start, limit, delta = (elements(ctx, v).reshape(-1)[0] for v in values)
         if not isinstance(delta, int) or delta == 0:

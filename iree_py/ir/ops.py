@@ -24,6 +24,7 @@ from iree_py.ir.ops_recurrent import RECURRENT_OP_DEFS
 from iree_py.ir.ops_rt_reduce import RT_REDUCE_OP_DEFS
 from iree_py.ir.ops_rt_resize import RT_RESIZE_OP_DEFS
 from iree_py.ir.ops_datadep import DATADEP_OP_DEFS
+from iree_py.ir.ops_nms import NMS_OP_DEFS
 from iree_py.ir.dim_checks import at_least, broadcast_shapes, product, require_equal
 from iree_py.ir.opdef import ANY_DTYPE, OpDef, SymbolicShapeError, pool_output_dim, pool_rule
 from iree_py.ir.ops_logic import FLOAT_DTYPES, INT_DTYPES, NUMERIC_DTYPES, SINGLE_HALF_DTYPES
@@ -234,7 +235,7 @@ def _reduce(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]
 
 _DEFS = [
     OpDef("Conv", ("dilations", "group", "pads", "strides"), 2, 3, _conv),
-    OpDef("MatMul", (), 2, 2, _matmul),
+    OpDef("MatMul", (), 2, 2, _matmul, dtypes=frozenset({DType.f32, DType.f64})),  # f64: static, no epilogue
     *(OpDef(op, (), 2, 2, _broadcast, elementwise=True, dtypes=NUMERIC_DTYPES) for op in ("Add", "Sub", "Mul", "Div")),
     OpDef("Relu", (), 1, 1, _same, elementwise=True, dtypes=NUMERIC_DTYPES),
     OpDef("Sigmoid", (), 1, 1, _same, elementwise=True, dtypes=SINGLE_HALF_DTYPES),
@@ -243,7 +244,8 @@ _DEFS = [
     OpDef("Clip", ("max", "min"), 1, 1, _same, elementwise=True, dtypes=NUMERIC_DTYPES),
     *(OpDef(op, attrs, 1, 1, _same, elementwise=True,
             dtypes=NUMERIC_DTYPES if op in ("Abs", "Neg", "Sign") else
-            FLOAT_DTYPES if op in ("Sqrt", "Floor", "Ceil") else SINGLE_HALF_DTYPES) for op, attrs in (
+            FLOAT_DTYPES if op in ("Sqrt", "Floor", "Ceil", "Exp", "Log", "Reciprocal") else SINGLE_HALF_DTYPES)
+      for op, attrs in (
         ("Exp", ()), ("Log", ()), ("Sqrt", ()), ("Abs", ()), ("Neg", ()), ("Reciprocal", ()), ("Floor", ()),
         ("Ceil", ()), ("Round", ()), ("Sign", ()), ("Erf", ()), ("Softplus", ()), ("Softsign", ()),
         ("HardSigmoid", ("alpha", "beta")), ("HardSwish", ()), ("Elu", ("alpha",)), ("Selu", ("alpha", "gamma")),
@@ -268,10 +270,11 @@ _DEFS = [
     OpDef("Reshape", ("shape",), 1, 1, _reshape, dtypes=ANY_DTYPE),
     OpDef("Transpose", ("perm",), 1, 1, _transpose, dtypes=ANY_DTYPE),
     OpDef("Slice", ("ends", "starts", "steps"), 1, 1, _slice, dtypes=ANY_DTYPE),
-    OpDef("Softmax", ("axis",), 1, 1, _softmax),
-    OpDef("LogSoftmax", ("axis",), 1, 1, _softmax),
+    OpDef("Softmax", ("axis",), 1, 1, _softmax, dtypes=frozenset({DType.f32, DType.f64})),  # f64: static only
+    OpDef("LogSoftmax", ("axis",), 1, 1, _softmax, dtypes=frozenset({DType.f32, DType.f64})),
     OpDef("Hardmax", ("axis",), 1, 1, _softmax),
-    OpDef("Reduce", ("axes", "keepdims", "kind"), 1, 1, _reduce),
+    OpDef("Reduce", ("axes", "keepdims", "kind"), 1, 1, _reduce,
+          dtypes=frozenset({DType.f32, DType.f64})),  # f64: static shapes only (reduce_f64.py)
     # -- dtypes: entries below this line --
     *LOGIC_OP_DEFS,
     # -- nn: entries below this line --
@@ -307,6 +310,8 @@ _DEFS = [
     *DATADEP_OP_DEFS,
     # -- rt_resize: entries below this line --
     *RT_RESIZE_OP_DEFS,
+    # -- nms: entries below this line --
+    *NMS_OP_DEFS,
 ]
 
 OPS: dict[str, OpDef] = {d.name: d for d in _DEFS}

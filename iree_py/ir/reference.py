@@ -14,6 +14,7 @@ from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.opdef import pool_output_size
 from iree_py.ir.reference_convt import KERNELS as CONVT_KERNELS
 from iree_py.ir.reference_datadep import KERNELS as DATADEP_KERNELS
+from iree_py.ir.reference_nms import KERNELS as NMS_KERNELS
 from iree_py.ir.reference_control_flow import KERNELS as CONTROL_FLOW_KERNELS
 from iree_py.ir.reference_logic import KERNELS as LOGIC_KERNELS
 from iree_py.ir.reference_misc import KERNELS as MISC_KERNELS
@@ -321,6 +322,8 @@ KERNELS: dict[str, Kernel] = {
     **DATADEP_KERNELS,
     # -- rt_resize: entries below this line --
     "ResizeRuntime": rt_resize_reference,
+    # -- nms: entries below this line --
+    **NMS_KERNELS,
 }
 
 

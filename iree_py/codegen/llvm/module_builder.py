@@ -87,6 +87,10 @@ KERNEL_BUILDERS: dict[str, str] = {
     "nonzero": "dynamic.datadep:build_nonzero",
     "unique_count": "dynamic.datadep:build_unique_count",
     "unique": "dynamic.datadep:build_unique",
+    # -- nms: entries below this line --
+    "nms_select": "dynamic.nms:build_nms_select",
+    "nms_output": "dynamic.nms:build_nms_output",
+    "roi_align": "dynamic.roi_align:build_roi_align",
 }
 
 

@@ -55,6 +55,10 @@ DYNAMIC_BUILDERS: dict[str, str] = {
     "unique": "datadep:build_unique",
     # -- rt_resize: entries below this line --
     "resize_rt": "resize_rt:build",
+    # -- nms: entries below this line --
+    "nms_select": "nms:build_nms_select",
+    "nms_output": "nms:build_nms_output",
+    "roi_align": "roi_align:build_roi_align",
 }
 
 

@@ -76,6 +76,13 @@ from iree_py.ir.types import DType, TensorType
 #   qlookup       X i8/u8 -> i8/u8: y = table[x & 0xFF]; attrs table (256 ints), out_dtype (TFLite's int8 LUTs)
 #   lppool        as maxpool (dilations too) plus p (integer >= 1): (sum of |x|^p over the window)^(1/p)
 #   qconv_transpose as conv_transpose (2-D) on i8/u8 X, W with optional i32 bias[M], plus the requantization attrs
+#   (kinds added with dynamic shapes; their IR ops document the semantics: ir/ops_rt_resize.py, ops_datadep.py,
+#   ops_nms.py)
+#   resize_rt     X, scales f32[K], roi f32[2K]: Resize with coordinates and weights computed per output index
+#   nonzero_count / unique_count  the count of a data-dependent result, as i64[1] (read into a symbol)
+#   nonzero / unique              the result at its counted size (checks the count first)
+#   nms_select / nms_output       NonMaxSuppression's selection (padded, 1-based) and its [n, 3] result
+#   roi_align     X[N,C,H,W], rois[R,4], batch_indices[R]: ONNX RoiAlign (avg or max, both coordinate modes)
 KERNEL_KINDS = (
     "conv2d", "matmul", "elementwise", "maxpool", "maxpool_index", "avgpool", "globalavgpool", "softmax",
     "logsoftmax", "hardmax", "reduce", "lrn", "transpose", "slice", "concat",

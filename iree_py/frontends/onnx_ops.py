@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from iree_py.frontends.onnx_convt import CONVT_CONVERTERS, pool_1d_3d
+from iree_py.frontends.onnx_bntrain import with_training_mode
 from iree_py.frontends.onnx_control_flow import CONTROL_FLOW_CONVERTERS
 from iree_py.frontends.onnx_cumulative import CUMULATIVE_CONVERTERS
 from iree_py.frontends.onnx_datadep import DATADEP_CONVERTERS
@@ -30,6 +31,7 @@ from iree_py.frontends.onnx_resize_pad import RESIZE_PAD_CONVERTERS
 from iree_py.frontends.onnx_signal import SIGNAL_CONVERTERS
 from iree_py.frontends.onnx_signal_rt import SIGNAL_RT_CONVERTERS
 from iree_py.frontends.onnx_textops import TEXTOPS_CONVERTERS
+from iree_py.frontends.onnx_scan8 import SCAN8_CONVERTERS
 from iree_py.frontends.onnx_recurrent import RECURRENT_CONVERTERS
 from iree_py.frontends.onnx_dims import dim_list, dims_of
 from iree_py.frontends.onnx_symbolic import nonzero
@@ -629,4 +631,8 @@ CONVERTERS: dict[str, Converter] = {
     **NMS_CONVERTERS,
     # -- textops: entries below this line --
     **TEXTOPS_CONVERTERS,
+    # -- scan8: entries below this line --
+    **SCAN8_CONVERTERS,
+    # -- bntrain: entries below this line --
+    "BatchNormalization": with_training_mode(batch_norm),
 }

@@ -9,7 +9,8 @@ size_t irp_vm_pool_storage_bytes(uint64_t size, size_t* out_region) {
   if (size > (uint64_t)SIZE_MAX - IRP_ARENA_ALIGNMENT) return 0;
   uint64_t region = IRP_POOL_ALIGN(size);
   if (region == 0) region = IRP_ARENA_ALIGNMENT; /* a real base pointer even without a pool */
-  size_t table = IRP_POOL_MAX_BLOCKS * sizeof(irp_vm_pool_block_t);
+  /* No pool (static modules, boards): no block table either; only zero-length blocks exist. */
+  size_t table = size == 0 ? 0 : IRP_POOL_MAX_BLOCKS * sizeof(irp_vm_pool_block_t);
   if (region > (uint64_t)(SIZE_MAX - table)) return 0;
   *out_region = (size_t)region;
   return (size_t)region + table;

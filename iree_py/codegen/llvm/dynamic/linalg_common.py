@@ -9,8 +9,8 @@ from typing import Iterable
 
 from llvmlite import ir
 
-from iree_py.codegen.llvm.common import (F32, I1, I32, const_i32, const_i64, entry_alloca, float_vector,
-                                         for_range, horizontal, load_f32, splat, store_f32)
+from iree_py.codegen.llvm.common import (F32, I1, I32, const_i32, const_i64, float_vector, for_range, load_f32,
+                                         store_f32)
 from iree_py.codegen.llvm.dispatch_guard import GUARD_FAILED
 from iree_py.codegen.llvm.dynamic.common import DynamicKernel
 from iree_py.codegen.target import Target
@@ -85,28 +85,6 @@ def vector_end(b: ir.IRBuilder, length: ir.Value, lanes: int) -> ir.Value:
     if lanes <= 1:
         return const_i64(0)
     return b.mul(b.udiv(length, const_i64(lanes)), const_i64(lanes))
-
-
-def reduce_row(b: ir.IRBuilder, src: ir.Value, base: ir.Value, length: ir.Value, lanes: int, init: float,
-               combine, value_of) -> ir.Value:
-    """Fold value_of(loaded x, index) over a contiguous row of `length` (run time) floats at `base`:
-    a vector accumulator over the whole vectors, then a scalar tail (codegen/llvm/reduce.py with a
-    run-time length)."""
-    acc = entry_alloca(b, F32)
-    b.store(splat(init, F32), acc)
-    vec_len = vector_end(b, length, lanes)
-    if lanes > 1:
-        vty = float_vector(lanes)
-        vacc = entry_alloca(b, vty)
-        b.store(splat(init, vty), vacc)
-        with for_range(b, 0, vec_len, step=lanes, name="v") as j:
-            idx = b.add(base, j)
-            b.store(combine(b, b.load(vacc), value_of(load_f32(b, src, idx, vty), idx)), vacc)
-        b.store(horizontal(b, b.load(vacc), combine), acc)
-    with for_range(b, vec_len, length, name="t") as j:
-        idx = b.add(base, j)
-        b.store(combine(b, b.load(acc), value_of(load_f32(b, src, idx), idx)), acc)
-    return b.load(acc)
 
 
 def map_row(b: ir.IRBuilder, src: ir.Value, dst: ir.Value, base: ir.Value, length: ir.Value, lanes: int,

@@ -16,8 +16,8 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (const_f32, const_i64, entry_alloca, for_range, lanes_f32, load_f32, splat,
                                          splat_value, store_f32)
 from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
-from iree_py.codegen.llvm.dynamic.linalg_common import (Agreements, count_to_f32, for_columns, product, reduce_row,
-                                                        static_value)
+from iree_py.codegen.llvm.dynamic.linalg_common import (Agreements, count_to_f32, for_columns, product, static_value)
+from iree_py.codegen.llvm.reduce import reduce_row
 from iree_py.codegen.llvm.reduce_kernel import KINDS, REDUCERS, Reducer, _reduce
 from iree_py.codegen.target import Target
 from iree_py.ir.types import Dim, DType

@@ -16,8 +16,8 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (F32, I32, const_i64, entry_alloca, lanes_f32, load_f32, splat,
                                          splat_value, store_f32, for_range)
 from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
-from iree_py.codegen.llvm.dynamic.linalg_common import (Agreements, for_columns, map_row, product, reduce_row,
-                                                        static_value)
+from iree_py.codegen.llvm.dynamic.linalg_common import (Agreements, for_columns, map_row, product, static_value)
+from iree_py.codegen.llvm.reduce import reduce_row
 from iree_py.codegen.llvm.math import emit_exp, fmax
 from iree_py.codegen.llvm.math_core import emit_log
 from iree_py.codegen.target import Target

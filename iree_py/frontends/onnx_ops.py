@@ -34,7 +34,6 @@ from iree_py.frontends.onnx_textops import TEXTOPS_CONVERTERS
 from iree_py.frontends.onnx_scan8 import SCAN8_CONVERTERS
 from iree_py.frontends.onnx_recurrent import RECURRENT_CONVERTERS
 from iree_py.frontends.onnx_dims import dim_list, dims_of
-from iree_py.frontends.onnx_symbolic import nonzero
 from iree_py.ir.graph import Value
 from iree_py.ir.symbols import Expr, call, dim
 from iree_py.ir.types import Dim
@@ -572,7 +571,7 @@ CONVERTERS: dict[str, Converter] = {
     "MaxPool": lambda ctx: _pool(ctx, "MaxPool"),
     "AveragePool": lambda ctx: _pool(ctx, "AveragePool"),
     "GlobalAveragePool": global_average_pool,
-    "BatchNormalization": batch_norm,
+    "BatchNormalization": with_training_mode(batch_norm),  # training_mode=1: onnx_bntrain.py
     "LRN": lrn,
     "Concat": concat,
     "Reshape": reshape,
@@ -591,7 +590,6 @@ CONVERTERS: dict[str, Converter] = {
     "Squeeze": squeeze,
     "Unsqueeze": unsqueeze,
     "Shape": shape,
-    "NonZero": nonzero,
     # -- dtypes: entries below this line --
     **LOGIC_CONVERTERS,
     # -- nn: entries below this line --
@@ -634,5 +632,4 @@ CONVERTERS: dict[str, Converter] = {
     # -- scan8: entries below this line --
     **SCAN8_CONVERTERS,
     # -- bntrain: entries below this line --
-    "BatchNormalization": with_training_mode(batch_norm),
 }

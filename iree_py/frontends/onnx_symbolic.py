@@ -695,15 +695,6 @@ def _topk(ctx: "OnnxContext") -> list[Value] | None:
     return results  # type: ignore[return-value]
 
 
-def nonzero(ctx: "OnnxContext") -> list[Value]:
-    """NonZero of a constant folds; of a run-time tensor its output length is data-dependent."""
-    x = ctx.input(0)
-    if x.is_const:
-        return [ctx.const(np.array(np.nonzero(np.asarray(x.const)), dtype=np.int64).reshape(x.type.rank, -1), out=0)]
-    raise ctx.error(f"NonZero of the run-time tensor '{x.name}' is not supported: its count of non-zero "
-                    f"elements is data-dependent and no kernel computes it yet")
-
-
 def _rt_reshape(op: str) -> SymbolicConverter:
     """Squeeze/Unsqueeze/Slice/OneHot/Dropout with parameters given at run time (onnx_rt_reshape.py,
     imported when first used: it imports this module; it falls back to the converters here)."""

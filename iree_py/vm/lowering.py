@@ -182,8 +182,15 @@ class Lowerer:
             storage = plan.storage(out)
             if storage is None or not storage.pool or id(storage) in self.pool_refs:
                 continue
+            length = self.dim_reg(storage.length)
+            # Sizes computed from run-time values can come out negative (e.g. an output_shape smaller
+            # than the data): name the node and the value rather than let the pool refuse a bare size.
+            non_negative = self.new_int()
+            self.code.emit("cmp_le_i64", non_negative, self.int_reg(0), length)
+            self.code.emit("check", non_negative, self.message_code(
+                f"node '{node.name}' (op {node.op}): result {out.name} ({out.type}) would have a negative size"))
             r = self.new_ref()
-            self.code.emit("buffer_alloc", r, self.dim_reg(storage.length))
+            self.code.emit("buffer_alloc", r, length)
             self.pool_refs[id(storage)] = r
 
     def free_after(self, index: int, plan: MemoryPlanResult) -> None:

@@ -70,8 +70,8 @@ def bind_input_symbols(graph: Graph, arrays: list[np.ndarray]) -> dict[str, int]
             if isinstance(d, int):
                 if d != size:
                     raise ValueError(f"input %{v.name} dim {axis} is {size}, type is {v.type}")
-            elif len(d.terms) == 1 and d.terms[0] == ((next(iter(d.symbols)),), 1):
-                name = next(iter(d.symbols))
+            elif d.symbol is not None:
+                name = d.symbol
                 if values.setdefault(name, size) != size:
                     raise ValueError(f"input %{v.name} dim {axis} ({name}) is {size} but another input "
                                      f"gives {name} = {values[name]}")

@@ -54,6 +54,14 @@ class Expr:
         return None
 
     @property
+    def symbol(self) -> str | None:
+        """The name when the expression is exactly one symbol (`batch`), else None."""
+        if len(self.terms) == 1 and self.terms[0][1] == 1 and len(self.terms[0][0]) == 1:
+            atom = self.terms[0][0][0]
+            return atom if isinstance(atom, str) else None
+        return None
+
+    @property
     def symbols(self) -> set[str]:
         found: set[str] = set()
         for monomial, _ in self.terms:

@@ -259,9 +259,9 @@ def lower_graph(graph: Graph, dispatches: list[Dispatch], entry_of: list[int], k
     for i, v in enumerate(graph.inputs):
         lowerer.bind(v, i)
     for reg, (v, axis, d) in enumerate(inputs_dynamic):
-        if len(d.terms) != 1 or d.terms[0][1] != 1 or len(d.terms[0][0]) != 1 or not isinstance(d.terms[0][0][0], str):
+        if d.symbol is None:
             raise CompileError(f"input {v.name} dim {axis} is {d}: an input dim must be a number or a symbol name")
-        lowerer.symbol_regs.setdefault(d.terms[0][0][0], reg)
+        lowerer.symbol_regs.setdefault(d.symbol, reg)
     _check_bounds(lowerer, dim_bounds or {})
     if any(s.dynamic and not s.pool for s in plan.storages):
         lowerer.arena_ref = lowerer.new_ref()

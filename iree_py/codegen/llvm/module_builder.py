@@ -14,7 +14,6 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import NO_BUILTINS_ATTR
 from iree_py.codegen.llvm.dispatch_guard import add_dispatch_guard, body_name
 from iree_py.codegen.llvm.dynamic import DYNAMIC_BUILDERS, is_dynamic
-from iree_py.codegen.llvm.dynamic.guard import add_dynamic_guard
 from iree_py.codegen.llvm.library import add_library_export
 from iree_py.codegen.llvm.target_machine import create_target_machine
 from iree_py.codegen.target import Target
@@ -149,7 +148,7 @@ def build_ir_module(specs: list[KernelSpec], target: Target) -> tuple[ir.Module,
         if info.name != body.name:
             raise ValueError(f"kernel {spec.name!r}: builder returned KernelInfo named {info.name!r}")
         info = dataclasses.replace(info, name=spec.name)
-        (add_dynamic_guard if is_dynamic(spec) else add_dispatch_guard)(module, info, target)
+        add_dispatch_guard(module, info, target)
         infos.append(info)
     if target.executable_format == "flat":
         export_entries_by_name(module, names)

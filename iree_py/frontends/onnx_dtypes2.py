@@ -6,6 +6,8 @@ onnx_quant.py.
 The normalized Cast to a float8 type saturates (ONNX's default saturate=1). Cast with saturate=0
 becomes Where(|x| beyond the rounding limit, inf or NaN, Cast(x)): the limit is halfway between the
 largest finite value and the next power step, inclusive when the tie rounds up (odd last code).
+Cast to f8e8m0 is its ONNX default, round_mode="up" with saturate=1 (narrow_types.py); the other
+round modes and saturate=0 are refused.
 """
 from __future__ import annotations
 
@@ -64,8 +66,19 @@ def _saturate(ctx: "OnnxContext") -> bool:
     return bool(saturate)
 
 
+def _check_e8m0_mode(ctx: "OnnxContext", to: DType) -> None:
+    if to != DType.f8e8m0:
+        return
+    round_mode = ctx.attr("round_mode", "up")
+    if round_mode != "up":
+        raise ctx.bad_attr("round_mode", round_mode, "Cast to FLOAT8E8M0 supports only round_mode='up' (the default)")
+    if not _saturate(ctx):
+        raise ctx.bad_attr("saturate", 0, "Cast to FLOAT8E8M0 supports only saturate=1 (the default)")
+
+
 def cast(ctx: "OnnxContext") -> list[Value]:
     to = onnx_dtype(ctx, int(ctx.attr("to")), "Cast to")
+    _check_e8m0_mode(ctx, to)
     if to in FLOAT8_DTYPES and not _saturate(ctx) and ctx.input(0).type.dtype != to:
         return [cast_unsaturated(ctx, ctx.input(0), to)]
     return onnx_logic.cast(ctx)
@@ -73,6 +86,7 @@ def cast(ctx: "OnnxContext") -> list[Value]:
 
 def cast_like(ctx: "OnnxContext") -> list[Value]:
     to = ctx.input(1).type.dtype
+    _check_e8m0_mode(ctx, to)
     if to in FLOAT8_DTYPES and not _saturate(ctx) and ctx.input(0).type.dtype != to:
         return [cast_unsaturated(ctx, ctx.input(0), to)]
     return onnx_logic.cast_like(ctx)

@@ -122,16 +122,20 @@ def clip(ctx: "OnnxContext") -> list[Value]:
 
 def pow_(ctx: "OnnxContext") -> list[Value]:
     """Pow(X, Y): a float base takes any exponent (converted to the base's dtype); an integer base
-    takes an integer exponent (exact, wrapping) or a constant float exponent of whole numbers."""
+    takes an integer exponent (exact, wrapping). An integer base with a float exponent computes in
+    double and converts back like Cast (as numpy's int ** float -> float64 -> astype and
+    onnxruntime's static_cast of std::pow): f64 Pow is exact for integral exponents, so 3 ** 2.0
+    is 9, not the 8 a truncated exp(2 log 3) would give."""
     x, y = ctx.input(0), ctx.input(1)
     if x.type.dtype in FLOAT_DTYPES:
         return [ctx.emit("Pow", [x, _cast_to(ctx, y, x.type.dtype, out=None)], out=0)]
     if x.type.dtype not in INT_DTYPES:
         raise ctx.error(f"Pow of {x.type} is not supported")
     if y.type.dtype in FLOAT_DTYPES:
-        if not (y.is_const and np.all(np.isfinite(y.const)) and np.all(np.trunc(y.const) == y.const)):
-            raise ctx.error(f"Pow of integer {x.type} with float exponent {y.type}: only constant whole-number "
-                            "exponents are supported")
+        wide = ctx.emit("Pow", [_cast_to(ctx, x, DType.f64, out=None), _cast_to(ctx, y, DType.f64, out=None)])
+        return [_cast_to(ctx, wide, x.type.dtype)]
+    if y.type.dtype not in INT_DTYPES:
+        raise ctx.error(f"Pow exponent {y.type} is not supported")
     return [ctx.emit("Pow", [x, _cast_to(ctx, y, x.type.dtype, out=None)], out=0)]
 
 

@@ -33,6 +33,7 @@ from iree_py.frontends.onnx_signal_rt import SIGNAL_RT_CONVERTERS
 from iree_py.frontends.onnx_textops import TEXTOPS_CONVERTERS
 from iree_py.frontends.onnx_scan8 import SCAN8_CONVERTERS
 from iree_py.frontends.onnx_recurrent import RECURRENT_CONVERTERS
+from iree_py.frontends.onnx_bf16 import wrap_bf16
 from iree_py.frontends.onnx_dims import dim_list, dims_of
 from iree_py.ir.graph import Value
 from iree_py.ir.symbols import Expr, call, dim
@@ -633,3 +634,4 @@ CONVERTERS: dict[str, Converter] = {
     **SCAN8_CONVERTERS,
     # -- bntrain: entries below this line --
 }
+wrap_bf16(CONVERTERS)  # bf16 operands computed in f32 (onnx_bf16.py)

@@ -147,7 +147,9 @@ def _resize_like(upsample: bool):
         rank = len(shape)
         if any(d == 0 for d in shape) or any(s <= 0 for s in sizes):
             raise ctx.error(f"empty input {x.type} or output {sizes} is not supported")
-        axes = [AxisResize(d, o, s, roi[i], roi[rank + i]) for i, (d, o, s) in enumerate(zip(shape, sizes, scales))]
+        from_scales = upsample or ctx.opset == 10 or _optional_const(ctx, 2, "scales") is not None
+        axes = [AxisResize(d, o, s, roi[i], roi[rank + i], float(F32(s) * F32(d)) if from_scales else None)
+                for i, (d, o, s) in enumerate(zip(shape, sizes, scales))]
         taps, indices, weights = resize_tables(axes, method)
         if not any(taps):
             return [x]

@@ -10,6 +10,13 @@ saturate=1: out-of-range values and infinities become the largest finite value, 
 bf16 never saturates (overflow gives inf); f4e2m1 has no inf or NaN, so it always saturates and
 NaN becomes -0 (code 0b1000, as ml_dtypes and the ONNX tests have it). Narrow integers wrap; a float
 cast to one rounds half away from zero first, as onnxruntime does (the ONNX reference truncates).
+
+f8e8m0 (the MX scale format) is an exponent only: code c is 2**(c - 127), 0xFF is NaN; no sign, no
+zero, no inf. Cast to it is ONNX's default round_mode="up", saturate=1, as onnx.numpy_helper's
+to_float8e8m0 computes it from the f32 bits: the f32 exponent field, plus one when any mantissa
+bit is set (except at 0xFE, which saturates); f32 inf and NaN give 0xFF; the sign is ignored
+(negative inputs are undefined in the spec). A store of a value already in the format keeps its
+exponent field.
 """
 from __future__ import annotations
 
@@ -77,12 +84,21 @@ FLOAT_FORMATS: dict[DType, FloatFormat] = {
     DType.f4e2m1: FloatFormat(2, 1, 1, "none", saturates=True),
 }
 FLOAT8_DTYPES = frozenset({DType.f8e4m3fn, DType.f8e4m3fnuz, DType.f8e5m2, DType.f8e5m2fnuz})
-NARROW_FLOAT_DTYPES = frozenset(FLOAT_FORMATS)
+E8M0_NAN = 0xFF
+NARROW_FLOAT_DTYPES = frozenset(FLOAT_FORMATS) | {DType.f8e8m0}
 # bits, signed
 NARROW_INT_BITS: dict[DType, tuple[int, bool]] = {DType.i4: (4, True), DType.u4: (4, False),
                                                   DType.i2: (2, True), DType.u2: (2, False)}
 NARROW_INT_DTYPES = frozenset(NARROW_INT_BITS)
 NARROW_DTYPES = NARROW_FLOAT_DTYPES | NARROW_INT_DTYPES
+
+
+def f32_to_e8m0_codes(x: np.ndarray) -> np.ndarray:
+    """Cast to f8e8m0 (round up, saturate) as uint8 codes (module docstring)."""
+    bits = np.asarray(x, np.float32).view(np.uint32)
+    exponent = ((bits >> 23) & 0xFF).astype(np.uint16)
+    up = ((bits & 0x7FFFFF) != 0) & (exponent < 0xFE)
+    return np.where(exponent == 0xFF, E8M0_NAN, exponent + up).astype(np.uint8)
 
 
 def narrow_int_range(dtype: DType) -> tuple[int, int]:
@@ -133,6 +149,8 @@ def narrow_cast_array(x: np.ndarray, to: DType) -> np.ndarray:
         width, _ = NARROW_INT_BITS[to]
         bits = (np.asarray(wide).astype(np.int64) & ((1 << width) - 1)).astype(np.uint8)
         return bits.view(to.numpy) if to.numpy.itemsize == 1 else bits.astype(to.numpy)
+    if to == DType.f8e8m0:
+        return f32_to_e8m0_codes(x.astype(np.float32)).view(to.numpy)
     fmt = FLOAT_FORMATS[to]
     if x.dtype.kind != "f":
         x = x.astype(np.float32)  # ints: exact for every value a narrow float can tell apart

@@ -254,7 +254,7 @@ _DEFS = [
         ("Sinh", ()), ("Cosh", ()), ("Asinh", ()), ("Acosh", ()), ("Atanh", ()))),
     *(OpDef(op, (), 2, 2, _broadcast, elementwise=True,
             dtypes=NUMERIC_DTYPES if op in ("Min", "Max", "Mod") else
-            SINGLE_HALF_DTYPES | INT_DTYPES if op == "Pow" else SINGLE_HALF_DTYPES)
+            FLOAT_DTYPES | INT_DTYPES if op == "Pow" else SINGLE_HALF_DTYPES)
       for op in ("Pow", "Min", "Max", "PRelu", "Mod")),
     OpDef("MaxPool", ("ceil_mode", "dilations", "kernel", "pads", "strides"), 1, 1, pool_rule,
           dtypes=frozenset({DType.f32, DType.i8, DType.u8})),  # quant: max commutes with the affine map

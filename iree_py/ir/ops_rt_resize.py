@@ -89,8 +89,10 @@ def rt_resize_reference(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndar
             rows.append([[(i, 1.0)] for i in range(d)])
         else:
             j = axes.index(a)
-            scale = float(np.float32(o) / np.float32(d)) if attrs["scales_from_sizes"] and d else float(scales[j])
-            rows.append(axis_taps(AxisResize(d, o, scale, float(roi[j]), float(roi[k + j])), method))
+            from_sizes = bool(attrs["scales_from_sizes"])
+            scale = float(np.float32(o) / np.float32(d)) if from_sizes and d else float(scales[j])
+            length = None if from_sizes else float(np.float32(scale) * np.float32(d))  # resize_math docstring
+            rows.append(axis_taps(AxisResize(d, o, scale, float(roi[j]), float(roi[k + j]), length), method))
         in_sizes.append(d)
     if any(d == 0 for d in x.shape) or any(o == 0 for o in sizes):
         return np.zeros(sizes, dtype=x.dtype)

@@ -6,7 +6,11 @@ a gather-and-blend: out[o...] = sum over taps of prod_axis(weight) * x[index...]
 extrapolation value where some axis maps outside the input (tf_crop_and_resize).
 
 The arithmetic follows onnxruntime's CPU kernel, in float32 where it computes in float32, so that
-nearest-neighbour rounding picks the same pixels.
+nearest-neighbour rounding picks the same pixels, with one exception where onnxruntime departs from
+the ONNX spec: align_corners and tf_crop_and_resize divide by `length_resized - 1`, and the spec
+defines `scale = length_resized / length_original`, so with `scales` given length_resized is
+scale * length_original, fractional when the output length is floored (ONNX's reference and its
+expected data: 4 -> 2 at scale 0.6 divides by 2.4 - 1, not 2 - 1 as onnxruntime does).
 """
 from __future__ import annotations
 
@@ -32,6 +36,12 @@ class AxisResize:
     scale: float
     roi_start: float = 0.0
     roi_end: float = 1.0
+    length_resized: float | None = None  # scale * in_size when scales were given; None: out_size
+
+    @property
+    def spec_length(self) -> float:
+        """The spec's length_resized: scale * length_original (scales given) or the output size."""
+        return float(self.out_size) if self.length_resized is None else self.length_resized
 
 
 @dataclass(frozen=True)
@@ -47,7 +57,8 @@ class ResizeMethod:
 def original_coordinate(x: int, axis: AxisResize, coordinate_mode: str) -> float:
     """The source coordinate of output index x (float32 arithmetic, as onnxruntime)."""
     xr, scale = F32(x), F32(axis.scale)
-    length_resized, length_original = F32(axis.out_size), F32(axis.in_size)
+    length_resized, length_original = F32(axis.spec_length), F32(axis.in_size)
+    many = axis.spec_length > 1
     half = F32(0.5)
     if coordinate_mode == "asymmetric":
         return float(xr / scale)
@@ -56,16 +67,16 @@ def original_coordinate(x: int, axis: AxisResize, coordinate_mode: str) -> float
     if coordinate_mode == "tf_half_pixel_for_nn":
         return float((xr + half) / scale)
     if coordinate_mode == "align_corners":
-        return 0.0 if axis.out_size == 1 else float(xr * (length_original - F32(1)) / (length_resized - F32(1)))
+        return float(xr * (length_original - F32(1)) / (length_resized - F32(1))) if many else 0.0
     if coordinate_mode == "tf_crop_and_resize":
         start, end = F32(axis.roi_start), F32(axis.roi_end)
-        if axis.out_size > 1:
+        if many:
             return float(start * (length_original - F32(1))
                          + (xr * (end - start) * (length_original - F32(1))) / (length_resized - F32(1)))
         return float(F32(0.5 * float(start + end) * float(length_original - F32(1))))
     if coordinate_mode == "half_pixel_symmetric":
         output_width = scale * length_original
-        adjustment = length_resized / output_width
+        adjustment = F32(axis.out_size) / output_width  # output_width_int / output_width
         offset = (length_original / F32(2)) * (F32(1) - adjustment)
         return float(F32(float(offset) + (float(xr) + 0.5) / float(scale) - 0.5))
     if coordinate_mode == "half_pixel":

@@ -36,6 +36,7 @@ class DType(enum.Enum):
     f4e2m1 = "f4e2m1"
     i2 = "i2"
     u2 = "u2"
+    f8e8m0 = "f8e8m0"  # exponent only: 2**(code - 127), 0xFF NaN (narrow_types.py)
 
     @property
     def numpy(self) -> np.dtype:
@@ -66,7 +67,7 @@ _NUMPY = {
     # ml_dtypes (an onnx dependency) registers these with numpy; one element per byte (bf16: two)
     DType.bf16: "bfloat16", DType.f8e4m3fn: "float8_e4m3fn", DType.f8e4m3fnuz: "float8_e4m3fnuz",
     DType.f8e5m2: "float8_e5m2", DType.f8e5m2fnuz: "float8_e5m2fnuz", DType.i4: "int4", DType.u4: "uint4",
-    DType.f4e2m1: "float4_e2m1fn", DType.i2: "int2", DType.u2: "uint2",
+    DType.f4e2m1: "float4_e2m1fn", DType.i2: "int2", DType.u2: "uint2", DType.f8e8m0: "float8_e8m0fnu",
 }
 
 Dim = int | Expr  # a static size, or a symbolic one ("batch", "seq + 1"); a str given is made an Expr

@@ -53,7 +53,7 @@ typedef enum irp_dtype_e {
   /* storage-only types, one element per byte (BF16: two); 4- and 2-bit values in the low bits */
   IRP_DTYPE_BF16 = 12, IRP_DTYPE_F8E4M3FN = 13, IRP_DTYPE_F8E4M3FNUZ = 14, IRP_DTYPE_F8E5M2 = 15,
   IRP_DTYPE_F8E5M2FNUZ = 16, IRP_DTYPE_I4 = 17, IRP_DTYPE_U4 = 18, IRP_DTYPE_F4E2M1 = 19, IRP_DTYPE_I2 = 20,
-  IRP_DTYPE_U2 = 21,
+  IRP_DTYPE_U2 = 21, IRP_DTYPE_F8E8M0 = 22, /* exponent only: 2^(code - 127), 0xFF NaN */
 } irp_dtype_t;
 
 #define IRP_MAX_RANK 8

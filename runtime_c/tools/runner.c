@@ -216,7 +216,7 @@ static size_t shape_bytes(const irp_buffer_view_t* view, size_t element_size) {
 
 /* Bytes per element of each irp_dtype_t, in enum order. */
 static size_t element_size_of(irp_dtype_t dtype) {
-  static const unsigned char sizes[] = {4, 8, 2, 1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  static const unsigned char sizes[] = {4, 8, 2, 1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
   return (unsigned)dtype < sizeof sizes ? sizes[dtype] : 0;
 }
 

@@ -44,6 +44,7 @@ size_t irp_dtype_size(uint32_t dtype) {
     case IRP_DTYPE_F4E2M1: return 1;
     case IRP_DTYPE_I2: return 1;
     case IRP_DTYPE_U2: return 1;
+    case IRP_DTYPE_F8E8M0: return 1;
     default: return 0;
   }
 }

@@ -59,3 +59,41 @@ def test_f16_f64_and_u32_model() -> None:
                {"yh": TensorProto.FLOAT16, "yd": TensorProto.DOUBLE, "yu": TensorProto.UINT32})
     rng = np.random.default_rng(1)
     _run_both(m, [(rng.standard_normal((2, 9)) * 30).astype(np.float16), rng.uniform(1, 3, 9)])
+
+
+def _pow_int_float_cases() -> tuple[np.ndarray, np.ndarray]:
+    """Integer bases with float32 exponents: integral ones (exact by squaring, 3 ** 2 = 9), negative
+    ones (truncate to 0 or +-1; 0 ** -1 is inf, which converts like Cast), and fractions whose
+    powers are whole (4 ** 0.5 = 2, 16 ** 0.75 = 8): a truncating Cast turns any result a hair
+    below the whole number into the one beneath."""
+    integral = [(b, e) for b in range(-7, 12) for e in (0.0, 1.0, 2.0, 3.0, 5.0, 9.0, -1.0, -2.0)]
+    fractional = [(4, 0.5), (9, 0.5), (16, 0.25), (16, 0.75), (27, 1.0 / 3.0), (81, 0.25), (2, 0.5),
+                  (1024, 0.1), (1000000, 0.5), (625, 0.75), (49, 1.5), (10, 2.5), (0, 0.5), (1, 7.25)]
+    x, y = zip(*(integral + fractional))
+    return np.array(x), np.array(y, np.float32)
+
+
+def test_pow_integer_base_float_exponent_is_exact() -> None:
+    x, y = _pow_int_float_cases()
+    for elem, dtype in ((TensorProto.INT32, np.int32), (TensorProto.INT64, np.int64)):
+        m = _model([helper.make_node("Pow", ["x", "y"], ["z"])],
+                   {"x": (elem, x.shape), "y": (TensorProto.FLOAT, y.shape)}, {"z": elem})
+        module = iree_py.load(iree_py.compile(m.SerializeToString(), target="host"), device="local")
+        got = module.main.call(x.astype(dtype), y)[0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            want = np.power(x.astype(dtype), y).astype(dtype)  # the ONNX reference's formula
+        np.testing.assert_array_equal(got, want)
+        _run_both(m, [x.astype(dtype), y])
+
+
+def test_pow_float64_matches_numpy() -> None:
+    """f64 Pow (the path above, on its own): 1e-13 relative to numpy over mixed exponents."""
+    rng = np.random.default_rng(2)
+    x = np.concatenate([rng.uniform(0.01, 100.0, 40), [-2.0, -2.0, -0.5, 0.0, 0.0, 1.0, 3.0]])
+    y = np.concatenate([rng.uniform(-8.0, 8.0, 40), [3.0, 0.5, -3.0, 2.5, -1.0, np.nan, 0.0]])
+    m = _model([helper.make_node("Pow", ["x", "y"], ["z"])],
+               {"x": (TensorProto.DOUBLE, x.shape), "y": (TensorProto.DOUBLE, y.shape)}, {"z": TensorProto.DOUBLE})
+    module = iree_py.load(iree_py.compile(m.SerializeToString(), target="host"), device="local")
+    got = module.main.call(x, y)[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_allclose(got, np.power(x, y), rtol=1e-13, atol=0.0)

@@ -224,11 +224,12 @@ def test_pow_types(base: str, exponent: str) -> None:
     check(m, {"x": x, "y": y})
 
 
-def test_pow_of_integer_with_computed_float_exponent_is_refused() -> None:
-    m = typed_model([helper.make_node("Pow", ["x", "y"], ["z"], name="p")], {"x": ("i32", (2,)), "y": ("f32", (2,))},
-                    {"z": "i32"}, 15)
-    with pytest.raises(CompileError, match=r"node 'p' \(op Pow, opset 15\): Pow of integer"):
-        import_onnx(m)
+@pytest.mark.parametrize("base", ["i32", "i64"])
+def test_pow_of_integer_with_computed_float_exponent_goes_through_f64(base: str) -> None:
+    m = typed_model([helper.make_node("Pow", ["x", "y"], ["z"], name="p")], {"x": (base, (6,)), "y": ("f32", (6,))},
+                    {"z": base}, 15)
+    assert [n.op for n in import_onnx(m).nodes] == ["Cast", "Cast", "Pow", "Cast"]
+    check(m, {"x": np.array([3, 2, 4, -2, 9, 7], NUMPY[base]), "y": np.array([2, 3.5, 0.5, 3, -1, 0], np.float32)})
 
 
 def test_operand_dtypes_must_match() -> None:

@@ -5,14 +5,18 @@ host (resize_pad_models.check_compiled), tolerance 1e-5."""
 from __future__ import annotations
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 from onnx import TensorProto
+from onnx.reference import ReferenceEvaluator
 
 from onnx_models import NEWEST
 from resize_pad_models import check_compiled, one_node
 
+import iree_py
 from iree_py.errors import CompileError
 from iree_py.frontends.onnx import import_onnx
+from iree_py.ir.reference import evaluate
 
 COORDINATE_MODES = ["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
                     "tf_crop_and_resize"]
@@ -81,8 +85,6 @@ CASES = {
     "antialias_cubic_exclude": (18, (1, 1, 8, 9), dict(scales=[1, 1, 0.6, 0.3]),
                                 dict(mode="cubic", antialias=1, exclude_outside=1)),
     "antialias_linear_sizes_up_down": (18, (1, 1, 8, 9), dict(sizes=[1, 1, 3, 13]), dict(mode="linear", antialias=1)),
-    "crop_axes": (18, (1, 1, 4, 5), dict(scales=[0.8, 0.6], roi=[0.1, 0.2, 0.9, 0.7]),
-                  dict(mode="linear", axes=[2, 3], coordinate_transformation_mode="tf_crop_and_resize")),
     "identity_scales": (19, (1, 2, 3, 4), dict(scales=[1, 1, 1, 1]), dict(mode="linear")),
 }
 
@@ -138,3 +140,33 @@ def test_linear_on_integer_data_is_rejected() -> None:
                  ["x", "", "scales"], dtype=TensorProto.UINT8, mode="linear")
     with pytest.raises(CompileError, match=r"node 'resize_node' \(op Resize, opset \d+\): .*only f32"):
         import_onnx(m)
+
+
+# align_corners and tf_crop_and_resize where scale * length is not a whole number: the spec divides
+# by length_resized - 1 with scale = length_resized / length_original (fractional), as ONNX's
+# reference and its expected data do; onnxruntime divides by the floored output length - 1
+# (iree_py/ir/resize_math.py). Checked against onnx.reference, numpy reference and compiled, 1e-5.
+SPEC_CASES = {
+    "crop_axes": (18, (1, 1, 4, 5), dict(scales=[0.8, 0.6], roi=[0.1, 0.2, 0.9, 0.7]),
+                  dict(mode="linear", axes=[2, 3], coordinate_transformation_mode="tf_crop_and_resize")),
+    "align_corners_linear_down": (19, (1, 1, 2, 4), dict(scales=[1, 1, 0.6, 0.6]),
+                                  dict(mode="linear", coordinate_transformation_mode="align_corners")),
+    "align_corners_cubic_down": (19, (1, 2, 4, 5), dict(scales=[1, 1, 0.8, 0.7]),
+                                 dict(mode="cubic", coordinate_transformation_mode="align_corners")),
+    "align_corners_linear_up": (19, (1, 1, 3, 4), dict(scales=[1, 1, 1.7, 2.3]),
+                                dict(mode="linear", coordinate_transformation_mode="align_corners")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPEC_CASES))
+def test_fractional_resized_length_follows_the_spec(case: str) -> None:
+    opset, shape, geometry, attrs = SPEC_CASES[case]
+    m = resize(opset, shape, **geometry, **attrs)
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    (want,) = ReferenceEvaluator(m).run(None, {"x": x})
+    (from_ort,) = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    assert np.abs(from_ort - want).max() > 1e-2  # the case tells the two readings apart
+    module = iree_py.load(iree_py.compile(m.SerializeToString(), target="host"), device="local")
+    for label, got in (("numpy reference", evaluate(import_onnx(m), {"x": x})[0]), ("compiled", module.main.call(x)[0])):
+        assert got.shape == want.shape, label
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * float(np.abs(want).max()), err_msg=label)

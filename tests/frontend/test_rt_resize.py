@@ -79,6 +79,22 @@ def test_scales_at_run_time_one_module_two_scales(case: str) -> None:
     _check(m, [[x, _scales(1, 1, 2.0, 1.5)], [x, _scales(1, 1, 0.6, 0.5)]])
 
 
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_align_corners_with_fractional_length_at_run_time_follows_the_spec(mode: str) -> None:
+    """scale * length not whole (4 * 0.6 = 2.4): align_corners divides by 2.4 - 1 as the spec and
+    ONNX's reference do, not by the floored 2 - 1 as onnxruntime (iree_py/ir/resize_math.py)."""
+    from onnx.reference import ReferenceEvaluator
+    m = _model([("x", F, [1, 2, 4, 5]), ("scales", F, [4])], ["x", "", "scales"], mode=mode,
+               coordinate_transformation_mode="align_corners")
+    module = iree_py.load(iree_py.compile(m.SerializeToString(), target="host"), device="local")
+    x = _x((1, 2, 4, 5))
+    for scales in (_scales(1, 1, 0.6, 0.7), _scales(1, 1, 1.7, 2.3), _scales(1, 1, 2.0, 1.5)):
+        (actual,) = module.main.call(x, scales)
+        (expected,) = ReferenceEvaluator(m).run(None, {"x": x, "scales": scales})
+        assert actual.shape == expected.shape
+        np.testing.assert_allclose(actual, expected, rtol=0, atol=RTOL * float(np.abs(expected).max()))
+
+
 def test_sizes_at_run_time_cubic() -> None:
     m = _model([("x", F, [1, 2, 5, 6]), ("sizes", I64, [4])], ["x", "", "", "sizes"], mode="cubic")
     x = _x((1, 2, 5, 6))

@@ -3,8 +3,8 @@
 Float steps in f32 use math.py's emitters. f16 steps do the same in f32 without rounding in
 between: an f16 value rounds when it is stored or Cast to f16 (onnxruntime's CPU provider also runs
 f16 elementwise chains in f32, with one Cast back at the end). f64 steps exist only for the ops in
-F64_NATIVE (exact in double precision) and in math_f64.F64_MATH (Exp, Log, Reciprocal: fdlibm,
-< 1 ulp); math.py's approximations are single precision, so trig/activations/... refuse f64. Integer steps follow docs/ir.md: add, sub and mul wrap; Div
+F64_NATIVE (exact in double precision), in math_f64.F64_MATH (Exp, Log, Reciprocal: fdlibm,
+< 1 ulp) and Pow (math_pow_f64.py); math.py's approximations are single precision, so trig/activations/... refuse f64. Integer steps follow docs/ir.md: add, sub and mul wrap; Div
 truncates; Mod has the dividend's sign and FloorMod the divisor's; a zero divisor gives 0 (and
 INT_MIN / -1 wraps to INT_MIN), so nothing traps. Cast, comparisons, logic, Where, IsNaN/IsInf and
 shifts are here too. Register types: typed_values.py.
@@ -17,6 +17,7 @@ from llvmlite import ir
 
 from iree_py.codegen.llvm.math import emit_binary, emit_unary, fmod
 from iree_py.codegen.llvm.math_f64 import F64_MATH
+from iree_py.codegen.llvm.math_pow_f64 import pow_f64
 from iree_py.codegen.llvm.narrow_values import (float_to_narrow_int, load_narrow_int, round_to_narrow,
                                                 store_narrow_int)
 from iree_py.codegen.llvm.typed_values import (bits, const, float_like, int_like, is_float, is_signed,
@@ -154,6 +155,8 @@ def _emit_float(b: ir.IRBuilder, op: str, attrs: dict[str, float], args: list[ir
         return _emit_f64_native(b, op, attrs, args)
     if dtype == DType.f64 and op in F64_MATH:  # f64math: fdlibm exp/log (math_f64.py)
         return F64_MATH[op](b, args[0])
+    if dtype == DType.f64 and op == "Pow":  # exact for integral exponents (math_pow_f64.py)
+        return pow_f64(b, args[0], args[1])
     if dtype == DType.f64:
         raise StepError(f"{op} has no f64 kernel (its approximation is single precision)")
     if op == "FloorMod":

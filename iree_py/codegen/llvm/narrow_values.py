@@ -6,13 +6,14 @@ integer bit manipulation on the f32 bits (no libcalls), for scalars and vectors 
 - `narrow_bits_to_f32`: code -> the exact float;
 - `f32_to_narrow_bits`: float -> code, round to nearest even; NaN gives the format's NaN (f4e2m1: -0);
 - `round_to_narrow`: Cast's rounding: overflow saturates for float8 and f4e2m1 (ONNX Cast's
-  saturate=1), gives inf for bf16.
+  saturate=1), gives inf for bf16; f8e8m0 rounds up and saturates (ONNX's default round_mode).
+f8e8m0 has its own three (`_e8m0_*`): the code is the f32 exponent field.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
-from iree_py.ir.narrow_types import FLOAT_FORMATS, NARROW_INT_BITS
+from iree_py.ir.narrow_types import E8M0_NAN, FLOAT_FORMATS, NARROW_INT_BITS
 from iree_py.ir.types import DType
 
 F32 = ir.FloatType()
@@ -37,8 +38,33 @@ def _select(b: ir.IRBuilder, cond: ir.Value, a: ir.Value, other: ir.Value) -> ir
     return b.select(cond, a, other)
 
 
+def _e8m0_to_f32(b: ir.IRBuilder, code: ir.Value) -> ir.Value:
+    """2**(code - 127): the f32 with exponent field `code`; code 0 is the f32 subnormal 2**-127; 0xFF NaN."""
+    i32 = int_like(code.type, 32)
+    u = b.zext(code, i32)
+    value = _select(b, b.icmp_unsigned("==", u, const(0, i32)), const(0x00400000, i32), b.shl(u, const(23, i32)))
+    value = _select(b, b.icmp_unsigned("==", u, const(E8M0_NAN, i32)), const(0x7FC00000, i32), value)
+    return b.bitcast(value, with_lanes(F32, code.type))
+
+
+def _e8m0_code(b: ir.IRBuilder, x: ir.Value, round_up: bool) -> ir.Value:
+    """The f32 exponent field of x (plus one for a nonzero mantissa below 0xFE when `round_up`;
+    2**-127, the f32 subnormal 0x00400000, is code 0); inf and NaN give 0xFF."""
+    i32 = int_like(x.type, 32)
+    u = b.bitcast(x, i32)
+    exponent = b.and_(b.lshr(u, const(23, i32)), const(0xFF, i32))
+    code = exponent
+    if round_up:
+        fraction = b.and_(u, const(0x7FFFFF, i32))
+        up = b.and_(b.icmp_unsigned("!=", fraction, const(0, i32)), b.icmp_unsigned("<", exponent, const(0xFE, i32)))
+        code = b.add(exponent, b.zext(up, i32))
+    return b.trunc(code, int_like(x.type, 8))
+
+
 def narrow_bits_to_f32(b: ir.IRBuilder, code: ir.Value, dtype: DType) -> ir.Value:
     """A narrow float's code (i8 / i16, or vector) -> its exact f32 value."""
+    if dtype == DType.f8e8m0:
+        return _e8m0_to_f32(b, code)
     fmt = FLOAT_FORMATS[dtype]
     i32 = int_like(code.type, 32)
     f32 = with_lanes(F32, code.type)
@@ -85,6 +111,8 @@ def f32_to_narrow_bits(b: ir.IRBuilder, x: ir.Value, dtype: DType, saturate: boo
     Overflow gives the largest finite value when `saturate` (and always for f4e2m1, which has no
     inf/NaN), else inf where the format has one, else NaN. Stores do not saturate (the value is
     already one of the format's); Cast does for float8 (round_to_narrow)."""
+    if dtype == DType.f8e8m0:
+        return _e8m0_code(b, x, round_up=False)
     fmt = FLOAT_FORMATS[dtype]
     i32 = int_like(x.type, 32)
     u = b.bitcast(x, i32)
@@ -125,6 +153,8 @@ def f32_to_narrow_bits(b: ir.IRBuilder, x: ir.Value, dtype: DType, saturate: boo
 
 def round_to_narrow(b: ir.IRBuilder, x: ir.Value, dtype: DType) -> ir.Value:
     """A float rounded to the nearest value of narrow float `dtype` (still a float)."""
+    if dtype == DType.f8e8m0:
+        return _e8m0_to_f32(b, _e8m0_code(b, x, round_up=True))
     return narrow_bits_to_f32(b, f32_to_narrow_bits(b, x, dtype, FLOAT_FORMATS[dtype].saturates), dtype)
 
 

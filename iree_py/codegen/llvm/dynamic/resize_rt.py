@@ -131,6 +131,9 @@ class _Builder:
         if mode == "tf_half_pixel_for_nn":
             return b.fdiv(b.fadd(xr, half), scale)
         many = b.icmp_signed(">", ax.out_dim, const_i64(1))
+        if mode in ("align_corners", "tf_crop_and_resize") and not self.from_sizes:
+            lr = b.fmul(scale, lo)  # the spec's length_resized (resize_math docstring)
+            many = b.fcmp_ordered(">", lr, one)
         if mode == "pytorch_half_pixel":
             return b.select(many, b.fsub(b.fdiv(b.fadd(xr, half), scale), half), const_f32(0.0))
         if mode == "align_corners":

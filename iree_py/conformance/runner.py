@@ -30,6 +30,7 @@ from iree_py.errors import CompileError, IreePyError
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CHUNK = 64
 DEFAULT_CASE_TIMEOUT = 120.0
+WORKER_STARTUP_TIMEOUT = 60.0  # seconds a new worker may take to announce its first case
 WORKER_COMMAND = [sys.executable, "-m", "iree_py.conformance.worker"]  # + CASES.pkl RESULTS.jsonl TARGET
 
 
@@ -144,7 +145,10 @@ def run_cases(cases: list[ConformanceCase], target: str = "host", jobs: int = 1,
                 for r in _read_new_results(w):
                     record(r)
                 quiet = time.monotonic() - w.last_event
-                if not exited and quiet < case_timeout:
+                # Until its first case starts, a worker is importing (seconds on a loaded machine):
+                # that start-up is not a case's time.
+                limit = case_timeout if w.started is not None else max(case_timeout, WORKER_STARTUP_TIMEOUT)
+                if not exited and quiet < limit:
                     continue
                 if not exited:
                     w.process.kill()

@@ -168,7 +168,29 @@ def retype(ctx: "OnnxContext", v: Value, t: SequenceType, hint: str) -> Value:
     return ctx.emit("SequenceAs", [v], {"kind": t.kind, "rank": rank_attr(t.rank)}, hint=hint)
 
 
+def split_to_sequence(ctx: "OnnxContext") -> list[Value]:
+    x = ctx.input(0)
+    if is_sequence(x.type):
+        raise ctx.error("input 0 must be a tensor")
+    if not x.type.is_static:
+        raise ctx.error(f"input {x.type} has symbolic dims; SplitToSequence needs a static input shape")
+    axis = int(ctx.attr("axis", 0))
+    if not -x.type.rank <= axis < x.type.rank:
+        raise ctx.bad_attr("axis", axis, f"outside rank {x.type.rank}")
+    inputs = [x]
+    if ctx.has_input(1):
+        split = ctx.input(1)
+        if is_sequence(split.type) or split.type.dtype not in (DType.i32, DType.i64) or split.type.rank > 1:
+            raise ctx.error(f"split must be an int32/int64 scalar or vector, got {split.type}")
+        if split.type.dtype != DType.i64:
+            split = ctx.emit("Cast", [split], {"to": DType.i64.value}, hint=f"{ctx.node_name}_split")
+        inputs.append(split)
+    attrs = {"axis": axis % x.type.rank, "keepdims": int(ctx.attr("keepdims", 1))}
+    return _emit(ctx, "SplitToSequence", inputs, attrs)
+
+
 SEQUENCE_CONVERTERS = {
+    "SplitToSequence": split_to_sequence,
     "SequenceEmpty": sequence_empty,
     "SequenceConstruct": sequence_construct,
     "SequenceInsert": sequence_insert,

@@ -14,6 +14,10 @@
   OptionalGetElement  optional -> its value; attrs dims (optional_tensor: as SequenceAt's; else ())
   SequenceAs          sequence or optional_sequence -> the same elements as type (kind, rank): a
                       sequence from an optional checks at run time that it holds one
+  SplitToSequence     x (static shape)[, split i64 scalar or vector] -> sequence; attrs axis,
+                      keepdims: chunks along axis (no split: size 1, squeezed unless keepdims;
+                      a scalar: chunks of that size, the last one shorter; a vector: those sizes),
+                      sizes read at run time
 Positions are i64 scalars (the frontend casts and reshapes them); negative ones count from the end.
 """
 from __future__ import annotations
@@ -146,6 +150,18 @@ def _as(inputs: list, attrs: dict[str, Any]) -> list:
     return [SequenceType(s.dtype, rank, attrs["kind"])]
 
 
+def _split(inputs: list, attrs: dict[str, Any]) -> list:
+    x = _tensor(inputs[0], "SplitToSequence input")
+    if not x.is_static:
+        raise ValueError(f"SplitToSequence of {x}: the input's shape must be static")
+    if not 0 <= attrs["axis"] < x.rank:
+        raise ValueError(f"SplitToSequence axis {attrs['axis']} is outside rank {x.rank}")
+    if len(inputs) > 1 and (is_sequence(inputs[1]) or inputs[1].dtype != DType.i64 or inputs[1].rank > 1):
+        raise ValueError(f"SplitToSequence split must be an i64 scalar or vector, got {inputs[1]}")
+    squeeze = len(inputs) == 1 and not attrs["keepdims"]
+    return [SequenceType(x.dtype, x.rank - 1 if squeeze else x.rank)]
+
+
 SEQUENCE_OP_DEFS = [
     OpDef("SequenceEmpty", ("dtype", "rank"), 0, 0, _empty, dtypes=ANY_DTYPE),
     OpDef("SequenceConstruct", (), 1, None, _construct, dtypes=ANY_DTYPE),
@@ -158,5 +174,6 @@ SEQUENCE_OP_DEFS = [
     OpDef("OptionalHasElement", (), 1, 1, _has, dtypes=ANY_DTYPE),
     OpDef("OptionalGetElement", ("dims",), 1, 1, _get, dtypes=ANY_DTYPE),
     OpDef("SequenceAs", ("kind", "rank"), 1, 1, _as, dtypes=ANY_DTYPE),
+    OpDef("SplitToSequence", ("axis", "keepdims"), 1, 2, _split, dtypes=ANY_DTYPE),
 ]
 SEQUENCE_OPS = frozenset(d.name for d in SEQUENCE_OP_DEFS)

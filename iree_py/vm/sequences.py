@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
+import numpy as np
+
 from iree_py.errors import CompileError
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.types import SEQ_HEADER_BYTES, SEQ_MAX_RANK, SEQ_NONE, SEQ_RECORD_BYTES, TensorType, is_sequence
@@ -289,6 +291,64 @@ def _check_present(sc: SeqCode, s: int) -> int:
     return n
 
 
+def _split(sc: SeqCode, node: Node) -> int:
+    """SplitToSequence: chunk k of length l_k at a_k along the axis is outer rows of l_k * inner
+    elements each, copied row by row."""
+    x = node.inputs[0]
+    shape, axis, isz = [int(d) for d in x.type.shape], node.attrs["axis"], x.type.dtype.itemsize
+    outer, length, inner = int(np.prod(shape[:axis], dtype=np.int64)), shape[axis], int(np.prod(shape[axis + 1:], dtype=np.int64))
+    split = node.inputs[1] if len(node.inputs) > 1 else None
+    zero, one = sc.const(0), sc.const(1)
+    if split is None:
+        count, size = sc.const(length), one
+    elif split.type.rank == 0:
+        size = sc.load(_ref(sc, split), zero)
+        sc.check(sc.binary("cmp_lt_i64", zero, size), "split must be positive")
+        count = sc.binary("div_i64", sc.add(sc.const(length), sc.sub(size, one)), size)
+    else:
+        count, size = sc.const(int(split.type.shape[0])), None
+        total = sc.tmp()
+        sc.code.emit("const_i64", total, 0)
+        for k in range(int(split.type.shape[0])):
+            part = sc.load(_ref(sc, split), sc.const(8 * k))
+            sc.check(sc.binary("cmp_le_i64", zero, part), "a split size is negative")
+            sc.code.emit("add_i64", total, total, part)
+        sc.check(sc.binary("cmp_eq_i64", total, sc.const(length)), f"split sizes do not sum to {length}")
+    header = sc.header_end(count)
+    dst = sc.alloc(sc.add(header, sc.const(x.type.num_bytes)))
+    sc.store(dst, zero, count)
+    src = _ref(sc, x)
+    start, cursor = sc.tmp(), sc.tmp()
+    sc.code.emit("const_i64", start, 0)
+    sc.code.emit("add_i64", cursor, header, zero)
+    squeeze = split is None and not node.attrs["keepdims"]
+    dims = [d for a, d in enumerate(shape) if not (squeeze and a == axis)]
+
+    def chunk(k: int) -> None:
+        if size is None:
+            n = sc.load(_ref(sc, split), sc.mul(k, sc.const(8)))
+        else:
+            n = sc.binary("min_i64", size, sc.sub(sc.const(length), start))
+        row = sc.mul(n, sc.const(inner * isz))
+        rec = sc.record(k)
+        sc.store(dst, sc.add(rec, sc.const(RECORD_OFFSET)), cursor)
+        sc.store(dst, sc.add(rec, sc.const(RECORD_BYTES)), sc.mul(row, sc.const(outer)))
+        sc.store(dst, sc.add(rec, sc.const(RECORD_RANK)), sc.const(len(dims)))
+        for a in range(SEQ_MAX_RANK):
+            d = sc.const(0) if a >= len(dims) else n if (a == axis and not squeeze) else sc.const(dims[a])
+            sc.store(dst, sc.add(rec, sc.const(RECORD_DIMS + 8 * a)), d)
+        first = sc.mul(start, sc.const(inner * isz))
+
+        def copy_row(r: int) -> None:
+            at = sc.add(sc.mul(r, sc.const(length * inner * isz)), first)
+            sc.copy(dst, cursor, src, at, row)
+            sc.code.emit("add_i64", cursor, cursor, row)
+        sc.loop(sc.const(outer), copy_row)
+        sc.code.emit("add_i64", start, start, n)
+    sc.loop(count, chunk)
+    return dst
+
+
 def emit_sequence_op(lowerer: "Lowerer", node: Node, plan: MemoryPlanResult) -> None:
     sc = SeqCode(lowerer, node, plan)
     out = node.outputs[0]
@@ -304,6 +364,8 @@ def emit_sequence_op(lowerer: "Lowerer", node: Node, plan: MemoryPlanResult) -> 
         _define(sc, out, copy_sequence(sc, _ref(sc, v)) if is_sequence(v.type) else _construct(sc, [v], 1))
     elif op == "SequenceInsert":
         _define(sc, out, _insert(sc, node))
+    elif op == "SplitToSequence":
+        _define(sc, out, _split(sc, node))
     elif op == "SequenceErase":
         _define(sc, out, _erase(sc, node))
     elif op == "SequenceAt":

@@ -15,6 +15,8 @@ from iree_py.frontends.onnx import import_onnx
 from iree_py.frontends.tflite import import_tflite, is_tflite
 from iree_py.ir.graph import Graph
 from iree_py.ir.ops_control_flow import bodies
+from iree_py.ir.ops_sequence import SEQUENCE_OPS
+from iree_py.ir.types import DType, is_sequence
 from iree_py.module import model as mod
 from iree_py.module.state_info import state_buffer
 from iree_py.module.writer import write_module
@@ -22,6 +24,7 @@ from iree_py.passes.pipeline import run_pipeline
 from iree_py.vm.lowering import HostProgram, lower_graph
 from iree_py.vm.memory_plan import ALIGNMENT, MemoryPlanResult, plan_memory
 from iree_py.vm.memory_plan import needs_pool as memory_plan_needs_pool
+from iree_py.vm.sequences import uses_sequences
 from iree_py.vm.state import mark_state_nodes, reserve_state
 
 ModelSource = str | Path | bytes
@@ -75,7 +78,7 @@ DEFAULT_POOL_BYTES = 256 << 20  # hosted targets: reserved address space, touche
 
 def pool_size(graph: Graph, plan: MemoryPlanResult, target: Target, options: CompileOptions) -> int:
     """Bytes of run-time pool the module asks for: none when every size is known or bounded."""
-    needs_pool = memory_plan_needs_pool(graph, plan) or any(
+    needs_pool = memory_plan_needs_pool(graph, plan) or uses_sequences(graph) or any(
         not v.type.is_static and plan.storage(v) is None for v in graph.outputs)
     if not needs_pool:
         return 0
@@ -83,6 +86,9 @@ def pool_size(graph: Graph, plan: MemoryPlanResult, target: Target, options: Com
         return options.pool_bytes
     if target.runtime == "bare-metal":
         unbounded = sorted({sym for s in plan.storages if s.pool for sym in s.length.symbols})
+        if not unbounded:
+            raise CompileError(f"target {target.name}: the model's sequences live in a run-time pool, and a board "
+                               f"needs its memory known: give --pool-bytes")
         raise CompileError(f"target {target.name}: sizes depending on {', '.join(unbounded)} have no bound, and a "
                            f"board needs its memory known: bound them (--dim NAME=LO..HI) or give --pool-bytes")
     return DEFAULT_POOL_BYTES
@@ -107,6 +113,8 @@ def partition(graph: Graph, plan: MemoryPlanResult | set[int], target: Target | 
         for node in g.nodes:
             if id(node) in elided:
                 continue
+            if node.op in SEQUENCE_OPS:
+                continue  # VM code, no kernel (vm/sequences.py)
             if bodies(node):
                 assert isinstance(p, MemoryPlanResult), "control flow needs the memory plan"
                 for body, body_plan in zip(bodies(node), p.regions[id(node)].bodies):
@@ -145,7 +153,7 @@ def reserve_output_copies(graph: Graph, plan: MemoryPlanResult) -> tuple[int, di
     arena = plan.arena_size
     copies: dict[int, int] = {}
     for v in graph.outputs:
-        if plan.storage(v) is not None or id(v) in copies or not v.type.is_static:
+        if is_sequence(v.type) or plan.storage(v) is not None or id(v) in copies or not v.type.is_static:
             continue  # (symbolic: copied into a pool block by the lowering)
         copies[id(v)] = arena
         arena += (v.type.num_bytes + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
@@ -153,6 +161,10 @@ def reserve_output_copies(graph: Graph, plan: MemoryPlanResult) -> tuple[int, di
 
 
 def _sig(name: str, v, quantization: dict[str, tuple[float, int]] | None = None) -> mod.TensorSig:
+    if is_sequence(v.type):  # a packed buffer of any length (docs/sequences.md)
+        t = v.type
+        return mod.TensorSig(name, DType.u8, (-1,), dim_names=(f"{name} bytes",), kind=t.kind,
+                             element_dtype=t.dtype, element_rank=-1 if t.rank is None else t.rank)
     scale, zero_point = (quantization or {}).get(name, (None, None))
     quant = ((float(scale),), (int(zero_point),)) if scale is not None else ((), ())
     shape = tuple(d if isinstance(d, int) else -1 for d in v.type.shape)

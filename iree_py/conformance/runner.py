@@ -88,9 +88,11 @@ def _first_non_tensor(case: ConformanceCase) -> str:
     for what, values in (("input", case.inputs), ("output", case.outputs)):
         for i, v in enumerate(values):
             if v is None:
-                return f"{what} {i} is an absent optional value; iree-py handles tensors only"
+                continue  # an absent optional (docs/sequences.md)
             if isinstance(v, list):
-                return f"{what} {i} is a sequence; iree-py handles tensors only"
+                if any(np.asarray(e).dtype == object or np.asarray(e).dtype.kind in "US" for e in v):
+                    return f"{what} {i} is a sequence of strings; iree-py handles numeric tensors only"
+                continue
             if v.dtype == object or v.dtype.kind in "US":
                 return f"{what} {i} is a string tensor; iree-py handles numeric tensors only"
     return ""

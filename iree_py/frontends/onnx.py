@@ -22,7 +22,7 @@ from iree_py.frontends.onnx_ops import CONVERTERS
 from iree_py.frontends.onnx_symbolic import input_dim, pick_symbolic_converter, shape_text
 from iree_py.ir.build import NameTable, fold_or_append, make_node
 from iree_py.ir.graph import Graph, Value
-from iree_py.ir.types import DType, TensorType
+from iree_py.ir.types import DType, SequenceType, TensorType, is_sequence
 from iree_py.ir.verifier import verify
 
 MIN_OPSET = 7    # converters implement opset 7 and later; older models: see _check_old_opset
@@ -71,7 +71,10 @@ def _dtype(elem_type: int, what: str) -> DType:
         raise CompileError(f"{what}: unsupported element type {name}") from None
 
 
-def _input_type(vi: onnx.ValueInfoProto, dims: dict[str, int], source: str) -> TensorType:
+def _input_type(vi: onnx.ValueInfoProto, dims: dict[str, int], source: str) -> TensorType | SequenceType:
+    from iree_py.frontends.onnx_sequences import value_type
+    if vi.type.WhichOneof("value") in ("sequence_type", "optional_type"):
+        return value_type(vi.type, f"{source}: input '{vi.name}'")
     if not vi.type.HasField("tensor_type"):
         raise CompileError(f"{source}: input '{vi.name}' is not a tensor")
     tt = vi.type.tensor_type
@@ -268,6 +271,17 @@ def names_defined(g: onnx.GraphProto) -> set[str]:
     return names
 
 
+def _as_declared(ctx: OnnxContext, o: onnx.ValueInfoProto, v: Value, source: str) -> Value:
+    """A graph output declared a sequence whose value is an optional sequence (a Loop carrying
+    both) is returned as a sequence (checked at run time to hold one)."""
+    from iree_py.frontends.onnx_sequences import retype
+    if not is_sequence(v.type) or o.type.WhichOneof("value") != "sequence_type" or v.type.kind != "optional_sequence":
+        return v
+    ctx.node_name = f"output {o.name}"
+    ctx.node = onnx.helper.make_node("Identity", [o.name], [o.name], name=ctx.node_name)
+    return retype(ctx, v, SequenceType(v.type.dtype, v.type.rank), f"{o.name}_as_sequence")
+
+
 def import_onnx(model: str | Path | bytes | onnx.ModelProto, dims: dict[str, int] | None = None) -> Graph:
     """Import an ONNX model as a graph of normalized ops; CompileError names what is unsupported."""
     proto, source = _load(model)
@@ -298,7 +312,7 @@ def import_onnx(model: str | Path | bytes | onnx.ModelProto, dims: dict[str, int
         if o.name in ctx.known and not ctx.env[o.name].is_const:
             raise CompileError(f"{source}: graph output '{o.name}' is a shape computed from symbolic dims "
                                f"({shape_text(ctx.known[o.name])}); iree-py cannot return it as a tensor yet")
-        outputs.append(ctx.env[o.name])
+        outputs.append(_as_declared(ctx, o, ctx.env[o.name], source))
     graph = Graph("main", inputs, outputs, ctx.graph_nodes, [o.name for o in g.output], source)
     graph.dequantized = ctx.dequantized
     graph.symbol_sources = dict(ctx.symbol_sources)  # symbol -> (i64 tensor, flat index) read at run time

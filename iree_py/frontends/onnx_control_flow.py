@@ -20,7 +20,8 @@ from iree_py.frontends.onnx_compose import reshape, shape_of, transpose
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.ops import infer_types
 from iree_py.ir.symbols import Expr
-from iree_py.ir.types import DType, TensorType
+from iree_py.ir.ops_sequence import join
+from iree_py.ir.types import DType, SequenceType, TensorType, is_sequence
 
 if TYPE_CHECKING:
     from iree_py.frontends.onnx import OnnxContext
@@ -116,11 +117,30 @@ def if_(ctx: "OnnxContext") -> list[Value]:
     else_out = _convert_body(ctx, else_ctx, else_proto)
     if len(then_out) != len(else_out):
         raise ctx.error(f"then_branch returns {len(then_out)} values, else_branch {len(else_out)}")
+    _join_sequences(ctx, then_ctx, else_ctx, then_out, else_out)
     captures = _union_captures(then_ctx, else_ctx)
     attrs = {"then_branch": _close_body(then_proto, then_ctx, [], then_out, captures),
              "else_branch": _close_body(else_proto, else_ctx, [], else_out, captures),
              "result_shapes": _result_shapes(ctx, then_out, else_out)}
     return _append(ctx, "If", [cond, *captures], attrs, list(ctx.node.output))
+
+
+def _join_sequences(ctx: "OnnxContext", then_ctx: "OnnxContext", else_ctx: "OnnxContext",
+                    then_out: list[Value], else_out: list[Value]) -> None:
+    """Sequence results whose branches give different sequence types (element rank, optional or
+    not) are retyped in both branches to the type holding both (ops_sequence.join)."""
+    from iree_py.frontends.onnx_sequences import retype
+    for k, (a, b) in enumerate(zip(then_out, else_out)):
+        if is_sequence(a.type) != is_sequence(b.type):
+            raise ctx.error(f"result {k}: one branch gives {a.type}, the other {b.type}")
+        if not is_sequence(a.type) or a.type == b.type:
+            continue
+        try:
+            joined = join(a.type, b.type, f"result {k}")
+        except ValueError as e:
+            raise ctx.error(str(e)) from None
+        then_out[k] = retype(then_ctx, a, joined, f"{ctx.node_name}_then_{k}")
+        else_out[k] = retype(else_ctx, b, joined, f"{ctx.node_name}_else_{k}")
 
 
 def _result_shapes(ctx: "OnnxContext", then_out: list[Value], else_out: list[Value]) -> list[tuple] | None:
@@ -131,6 +151,9 @@ def _result_shapes(ctx: "OnnxContext", then_out: list[Value], else_out: list[Val
         return None
     shapes, taken = [], set()
     for k, (a, b) in enumerate(zip(then_out, else_out)):
+        if is_sequence(a.type):
+            shapes.append(None)  # same sequence type in both (_join_sequences)
+            continue
         shape = []
         for axis, (x, y) in enumerate(zip(a.type.shape, b.type.shape)):
             if x == y:
@@ -169,22 +192,21 @@ def loop(ctx: "OnnxContext") -> list[Value]:
         else:
             trips = int(trip.const) if not cond.is_const or int(cond.const) else 0
 
-    child = _open_body(ctx, proto)
-    iteration = Value(ctx.names.fresh(proto.input[0].name or "iteration"), TensorType(DType.i64, ()))
-    carried = [Value(ctx.names.fresh(vi.name or f"carried_{i}"), v.type)
-               for i, (vi, v) in enumerate(zip(proto.input[2:], carried_init))]
-    child.node, child.node_name = node, ctx.node_name
-    child.env[proto.input[0].name] = reshape(child, iteration, _declared_shape(proto.input[0], ()))
-    # The condition a body reads is always true: iteration i runs only when it was.
-    child.env[proto.input[1].name] = child.const(np.ones(_declared_shape(proto.input[1], ()), np.bool_),
-                                                 f"{ctx.node_name}_cond_in")
-    for vi, v in zip(proto.input[2:], carried):
-        child.env[vi.name] = v
-    outputs = _convert_body(ctx, child, proto)
+    types = [v.type for v in carried_init]
+    child, iteration, carried, outputs = _loop_body(ctx, proto, types)
+    for _ in range(2 * n):  # a carried sequence changes element rank or becomes optional: import again
+        widened = _widen_carried(ctx, types, outputs[1:1 + n])
+        if widened == types:
+            break
+        types = widened
+        child, iteration, carried, outputs = _loop_body(ctx, proto, types)
+    carried_init = [_retype_init(ctx, v, t) for v, t in zip(carried_init, types)]
     outputs[0] = _scalar_i64(child, outputs[0], "body condition")
     for k, v in enumerate(carried):
         outputs[1 + k] = _as_carried(child, outputs[1 + k], v.type, proto.output[1 + k].name)
     for k in range(1 + n, len(outputs)):  # a scan slice declared static: held to it (checked at run time)
+        if is_sequence(outputs[k].type):
+            raise ctx.error(f"scan output '{proto.output[k].name}' is a {outputs[k].type}; scan outputs are tensors")
         declared = _declared_shape(proto.output[k], ())
         if declared or not outputs[k].type.shape:
             slice_type = TensorType(outputs[k].type.dtype, declared)
@@ -193,6 +215,42 @@ def loop(ctx: "OnnxContext") -> list[Value]:
     body = _close_body(proto, child, [iteration, *carried], outputs, captures)
     attrs = {"body": body, "carried": n, "scan_inputs": 0, "scan_outputs": scans, "trips": trips}
     return _append(ctx, "Loop", [trip, cond, *carried_init, *captures], attrs, list(node.output))
+
+
+def _loop_body(ctx: "OnnxContext", proto: onnx.GraphProto, types: list) -> tuple:
+    """Import a Loop body with carried values of `types`: (context, iteration, carried, outputs)."""
+    node = ctx.node
+    child = _open_body(ctx, proto)
+    iteration = Value(ctx.names.fresh(proto.input[0].name or "iteration"), TensorType(DType.i64, ()))
+    carried = [Value(ctx.names.fresh(vi.name or f"carried_{i}"), t) for i, (vi, t) in enumerate(zip(proto.input[2:], types))]
+    child.node, child.node_name = node, ctx.node_name
+    child.env[proto.input[0].name] = reshape(child, iteration, _declared_shape(proto.input[0], ()))
+    # The condition a body reads is always true: iteration i runs only when it was.
+    child.env[proto.input[1].name] = child.const(np.ones(_declared_shape(proto.input[1], ()), np.bool_),
+                                                 f"{ctx.node_name}_cond_in")
+    for vi, v in zip(proto.input[2:], carried):
+        child.env[vi.name] = v
+    return child, iteration, carried, _convert_body(ctx, child, proto)
+
+
+def _widen_carried(ctx: "OnnxContext", types: list, results: list[Value]) -> list:
+    """Carried sequence types joined with the body's results for them (ops_sequence.join)."""
+    widened = []
+    for k, (t, v) in enumerate(zip(types, results)):
+        if is_sequence(t) != is_sequence(v.type):
+            raise ctx.error(f"carried value {k} is {t} but the body returns {v.type}")
+        if is_sequence(t) and t != v.type:
+            try:
+                t = join(t, v.type, f"carried value {k}")
+            except ValueError as e:
+                raise ctx.error(str(e)) from None
+        widened.append(t)
+    return widened
+
+
+def _retype_init(ctx: "OnnxContext", v: Value, t) -> Value:
+    from iree_py.frontends.onnx_sequences import retype
+    return retype(ctx, v, t, f"{ctx.node_name}_{v.name}_init") if is_sequence(t) else v
 
 
 def _iterations(ctx: "OnnxContext") -> Expr:
@@ -207,8 +265,12 @@ def _iterations(ctx: "OnnxContext") -> Expr:
 def _as_carried(ctx: "OnnxContext", v: Value, carried: TensorType, name: str) -> Value:
     """A carried result whose shape is only known at run time to be the carried value's (one dim
     differs, and symbolically): a Reshape to the carried type, whose element count is checked at
-    run time. Any other change of type is refused by the Loop's shape rule."""
-    if v.type == carried or v.type.dtype != carried.dtype or len(v.type.shape) != len(carried.shape):
+    run time. Any other change of type is refused by the Loop's shape rule. A sequence result is
+    retyped to the carried (joined) sequence type."""
+    if is_sequence(carried) and is_sequence(v.type):
+        from iree_py.frontends.onnx_sequences import retype
+        return retype(ctx, v, carried, f"{name}_carried")
+    if is_sequence(carried) or is_sequence(v.type) or v.type == carried or v.type.dtype != carried.dtype or len(v.type.shape) != len(carried.shape):
         return v
     differ = [a for a, (x, y) in enumerate(zip(v.type.shape, carried.shape)) if x != y]
     if len(differ) != 1:

@@ -16,6 +16,7 @@ from iree_py.frontends.onnx_control_flow import CONTROL_FLOW_CONVERTERS
 from iree_py.frontends.onnx_cumulative import CUMULATIVE_CONVERTERS
 from iree_py.frontends.onnx_datadep import DATADEP_CONVERTERS
 from iree_py.frontends.onnx_nms import NMS_CONVERTERS
+from iree_py.frontends.onnx_sequences import SEQUENCE_CONVERTERS
 from iree_py.frontends.onnx_dtypes2 import DTYPES2_CONVERTERS
 from iree_py.frontends.onnx_grid_sample import GRID_SAMPLE_CONVERTERS
 from iree_py.frontends.onnx_imageops import IMAGEOPS_CONVERTERS
@@ -593,6 +594,7 @@ CONVERTERS: dict[str, Converter] = {
     "Shape": shape,
     # -- dtypes: entries below this line --
     **LOGIC_CONVERTERS,
+    **SEQUENCE_CONVERTERS,
     # -- nn: entries below this line --
     **NN_CONVERTERS,
     # -- quant: entries below this line --

@@ -30,7 +30,7 @@ from typing import Any
 from iree_py.ir.graph import Graph, Node
 from iree_py.ir.opdef import OpDef
 from iree_py.ir.symbols import Expr
-from iree_py.ir.types import DType, TensorType
+from iree_py.ir.types import DType, TensorType, is_sequence
 
 CONDITION = TensorType(DType.i64, ())
 BODY_ATTRS = {"If": ("then_branch", "else_branch"), "Loop": ("body",)}
@@ -68,6 +68,8 @@ def _if(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
 
 def branch_symbols(result: TensorType, then_type: TensorType, else_type: TensorType) -> list[tuple[int, str]]:
     """(axis, symbol) of each dim of an If result that its branches set (the branches' dims differ)."""
+    if is_sequence(result):
+        return []
     return [(axis, next(iter(Expr.of(d).symbols))) for axis, (d, a, b) in
             enumerate(zip(result.shape, then_type.shape, else_type.shape)) if a != b]
 
@@ -80,6 +82,11 @@ def _if_results(then_types: list[TensorType], else_types: list[TensorType],
         raise ValueError(f"If has {len(shapes)} result shapes for {len(then_types)} / {len(else_types)} branch results")
     results = []
     for k, (a, b, shape) in enumerate(zip(then_types, else_types, shapes)):
+        if is_sequence(a) or is_sequence(b):
+            if a != b or shape is not None:
+                raise ValueError(f"If result {k}: branches give {a} and {b}; sequence results must agree")
+            results.append(a)
+            continue
         if a.dtype != b.dtype or len(a.shape) != len(b.shape) or len(shape) != len(a.shape):
             raise ValueError(f"If result {k}: branches give {a} and {b}; they must agree in element type and rank")
         result = TensorType(a.dtype, tuple(shape))
@@ -104,7 +111,7 @@ def _loop(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
     carried_types = inputs[2:2 + carried]
     sliced = []
     for t in inputs[2 + carried:2 + carried + scan_in]:
-        if len(t.shape) < 1:
+        if is_sequence(t) or len(t.shape) < 1:
             raise ValueError(f"Loop scan input {t} has no axis to scan")
         sliced.append(TensorType(t.dtype, t.shape[1:]))
     captures = inputs[2 + carried + scan_in:]

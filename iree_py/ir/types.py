@@ -139,3 +139,56 @@ def _split_dims(body: str) -> list[str]:
             start = i + 1
     parts.append(body[start:])
     return parts
+
+
+# --- sequences and optionals (docs/sequences.md) ---------------------------------------------------
+# At run time a sequence (or optional) is one buffer in the packed layout:
+#   i64 count (an optional with no value: -1)
+#   count records of SEQ_RECORD_WORDS i64: [data offset from the buffer start, data bytes, rank,
+#                                          dim 0 .. dim SEQ_MAX_RANK-1 (unused dims 0)]
+#   the elements' data, in element order, packed: element 0 at the end of the records, each next
+#   one right after the previous (the entry code checks inputs keep to this).
+SEQ_MAX_RANK = 8
+SEQ_RECORD_WORDS = 3 + SEQ_MAX_RANK
+SEQ_RECORD_BYTES = 8 * SEQ_RECORD_WORDS
+SEQ_HEADER_BYTES = 8
+SEQ_NONE = -1
+SEQUENCE_KINDS = ("sequence", "optional_sequence", "optional_tensor")
+
+
+@dataclass(frozen=True)
+class SequenceType:
+    """A sequence of tensors of one element type (`kind` "sequence"), an optional sequence
+    ("optional_sequence") or an optional tensor ("optional_tensor": a sequence of at most one).
+    `rank` is the elements' rank, or None when they differ (no op may then read one as a tensor);
+    element dims are only known at run time."""
+
+    dtype: DType
+    rank: int | None
+    kind: str = "sequence"
+
+    def __post_init__(self) -> None:
+        if self.kind not in SEQUENCE_KINDS:
+            raise ValueError(f"unknown sequence kind {self.kind!r}")
+        if self.rank is not None and not 0 <= self.rank <= SEQ_MAX_RANK:
+            raise ValueError(f"sequence element rank {self.rank} is outside 0..{SEQ_MAX_RANK}")
+
+    @property
+    def optional(self) -> bool:
+        return self.kind != "sequence"
+
+    # A sequence has no static size and mentions no symbol: generic code (folding, fusion,
+    # planning) sees "not static" and leaves it alone.
+    is_static = False
+
+    @property
+    def symbols(self) -> set[str]:
+        return set()
+
+    def __str__(self) -> str:
+        rank = "?" if self.rank is None else str(self.rank)
+        return f"{self.kind}<{self.dtype.value}, rank {rank}>"
+
+
+def is_sequence(t: object) -> bool:
+    return isinstance(t, SequenceType)

@@ -11,6 +11,7 @@ from iree_py.vm.isa_generated import FORMAT_VERSION
 
 
 DYNAMIC_DIM = -1  # a TensorSig dim that takes any size (a symbol); dim_names says which
+SIG_KINDS = ("tensor", "sequence", "optional_sequence", "optional_tensor")  # module.fbs ValueKind, in order
 
 
 @dataclass
@@ -21,6 +22,11 @@ class TensorSig:
     scale: tuple[float, ...] = ()       # quantized (int8/uint8) tensors: real = scale * (q - zero_point)
     zero_point: tuple[int, ...] = ()
     dim_names: tuple[str, ...] = ()     # () or one per dim: "" for a static dim, the symbol ("seq + 1") for a dynamic one
+    # "tensor", or a packed sequence / optional (docs/sequences.md): then dtype is u8, shape [-1]
+    # (the buffer's bytes) and element_dtype / element_rank (-1: elements may differ) describe the elements
+    kind: str = "tensor"
+    element_dtype: DType | None = None
+    element_rank: int = -1
 
     @property
     def is_dynamic(self) -> bool:

@@ -14,7 +14,7 @@ from iree_py.errors import ModuleFormatError
 from iree_py.ir.types import DType
 from iree_py.module.model import (EXECUTABLE_FORMATS, FILE_IDENTIFIER, Constant, EntryPoint,
                                   EntryPointDebug, Executable, Function, MemoryPlan, Module,
-                                  PlannedBuffer, TensorSig)
+                                  PlannedBuffer, SIG_KINDS, TensorSig)
 
 
 class _T:
@@ -114,8 +114,15 @@ def _read(data: bytes | memoryview, payloads: bool) -> Module:
 
 
 def _sig(t: _T) -> TensorSig:
-    return TensorSig(t.string(0), list(DType)[t.scalar(1, N.Uint8Flags)], tuple(t.scalars(2, "q")),
-                     tuple(float(s) for s in t.scalars(3, "f")), tuple(t.scalars(4, "q")), tuple(t.strings(5)))
+    kind = t.scalar(6, N.Uint8Flags)
+    if kind >= len(SIG_KINDS):
+        raise ModuleFormatError(f"value {t.string(0)!r}: unknown kind {kind}")
+    sig = TensorSig(t.string(0), list(DType)[t.scalar(1, N.Uint8Flags)], tuple(t.scalars(2, "q")),
+                    tuple(float(s) for s in t.scalars(3, "f")), tuple(t.scalars(4, "q")), tuple(t.strings(5)))
+    if kind:
+        sig.kind, sig.element_dtype = SIG_KINDS[kind], list(DType)[t.scalar(7, N.Uint8Flags)]
+        sig.element_rank = t.scalar(8, N.Int8Flags, -1)
+    return sig
 
 
 def _function(t: _T) -> Function:

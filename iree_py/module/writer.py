@@ -11,7 +11,7 @@ import flatbuffers
 
 from iree_py.module.model import (CONSTANT_ALIGNMENT, EXECUTABLE_FORMATS, FILE_IDENTIFIER, Constant,
                                   EntryPoint, EntryPointDebug, Executable, Function, MemoryPlan,
-                                  Module, PlannedBuffer, TensorSig)
+                                  Module, PlannedBuffer, SIG_KINDS, TensorSig)
 
 Offset = int
 
@@ -76,9 +76,15 @@ def _tensor_sig(b: flatbuffers.Builder, sig: TensorSig) -> Offset:
         raise ValueError(f"tensor {sig.name!r}: {len(sig.dim_names)} dim names for shape {list(sig.shape)}")
     # only when some dim has a name: static signatures stay byte-identical
     dim_names = _string_vector(b, list(sig.dim_names)) if any(sig.dim_names) else 0
-    b.StartObject(6)
+    b.StartObject(9 if sig.kind != "tensor" else 6)  # tensors: byte-identical to modules before sequences
     b.PrependUOffsetTRelativeSlot(0, name, 0)
     b.PrependUint8Slot(1, sig.dtype.module_code, 0)
+    if sig.kind != "tensor":
+        if sig.kind not in SIG_KINDS or sig.element_dtype is None:
+            raise ValueError(f"value {sig.name!r}: kind {sig.kind!r} needs an element dtype")
+        b.PrependUint8Slot(6, SIG_KINDS.index(sig.kind), 0)
+        b.PrependUint8Slot(7, sig.element_dtype.module_code, 0)
+        b.PrependInt8Slot(8, sig.element_rank, -1)
     b.PrependUOffsetTRelativeSlot(2, shape, 0)
     if scale:
         b.PrependUOffsetTRelativeSlot(3, scale, 0)

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from iree_py.module import sequence_layout
 from iree_py.module.model import Function, Module, TensorSig
 from iree_py.module.reader import read_module
 from iree_py.errors import IreePyError
@@ -39,9 +41,16 @@ class LoadedFunction:
         outputs = self.call(*args)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-    def call(self, *args: np.ndarray) -> list[np.ndarray]:
-        """Always a list, whatever the number of outputs."""
-        return self._loaded.device.call(self.signature, check_inputs(self.signature, args))
+    def call(self, *args: Any) -> list[Any]:
+        """Always a list, whatever the number of outputs. A sequence input takes a list of arrays,
+        an optional one also None; such outputs come back as lists / None (docs/sequences.md)."""
+        fn = self.signature
+        if len(args) == len(fn.inputs):
+            args = tuple(sequence_layout.pack(sig, a, f"{fn.name}: input '{sig.name}'") if sequence_layout.is_packed(sig)
+                         else a for a, sig in zip(args, fn.inputs))
+        outputs = self._loaded.device.call(fn, check_inputs(fn, args))
+        return [sequence_layout.unpack(sig, o, f"{fn.name}: output '{sig.name}'") if sequence_layout.is_packed(sig)
+                else o for o, sig in zip(outputs, fn.outputs)]
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{s.name}: {shape_text(s)} {s.dtype.value}" for s in self.signature.inputs)

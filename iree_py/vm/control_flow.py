@@ -27,9 +27,10 @@ from iree_py.errors import CompileError
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.ops_control_flow import branch_symbols
 from iree_py.ir.symbols import Expr
-from iree_py.ir.types import TensorType
+from iree_py.ir.types import TensorType, is_sequence
 from iree_py.vm.lowering import Lowerer
 from iree_py.vm.memory_plan import MemoryPlanResult
+from iree_py.vm.sequences import move_into, produced_in
 
 # `check` code when a Loop with scan outputs stops before its planned trip count.
 LOOP_ENDED_EARLY = 0x10F1
@@ -64,7 +65,8 @@ def _emit_if(lowerer: Lowerer, node: Node, plan: MemoryPlanResult) -> None:
                                                       (node.attrs["else_branch"], region.bodies[1])]
     set_dims = _branch_set_dims(lowerer, node, plan)  # results the branch taken sizes and allocates
     lowerer.allocate(node, plan)
-    results = [None if k in set_dims else lowerer.ref_of(v, plan) for k, v in enumerate(node.outputs)]
+    sequences = {k: lowerer.new_ref() for k, v in enumerate(node.outputs) if is_sequence(v.type)}
+    results = [None if k in set_dims or k in sequences else lowerer.ref_of(v, plan) for k, v in enumerate(node.outputs)]
     cond = _load_scalar(lowerer, node.inputs[0], plan)
     then_label, else_label, end = code.label("then"), code.label("else"), code.label("end_if")
     code.emit("cond_br", cond, then_label, else_label)
@@ -74,13 +76,21 @@ def _emit_if(lowerer: Lowerer, node: Node, plan: MemoryPlanResult) -> None:
             for v, register in zip(body.inputs, captures):
                 lowerer.bind(v, register)
             _emit_body(lowerer, body, body_plan)
+            moved: set[int] = set()
             for k, (dst, v) in enumerate(zip(results, body.outputs)):
+                if k in sequences:  # the branch's block becomes the result's (a copy if not the branch's own)
+                    owned = produced_in(body, v) and id(v) not in moved
+                    move_into(lowerer, sequences[k], lowerer.ref_of(v, body_plan), owned)
+                    moved.add(id(v))
+                    continue
                 if dst is None:
                     dst = _set_result(lowerer, node.outputs[k], v, set_dims[k], plan)
                 code.emit("buffer_copy", dst, lowerer.ref_of(v, body_plan))
             _free_results(lowerer, body, body_plan)
         code.emit("br", end)
     code.bind(end)
+    for k, register in sequences.items():
+        lowerer.seq_refs[id(node.outputs[k])] = register
 
 
 def _branch_set_dims(lowerer: Lowerer, node: Node, plan: MemoryPlanResult) -> dict[int, list[tuple[int, str]]]:
@@ -132,7 +142,11 @@ def _emit_loop(lowerer: Lowerer, node: Node, plan: MemoryPlanResult) -> None:
         code.emit("max_i64", capacity, trips, lowerer.int_reg(0))
         _allocate_scan_outputs(lowerer, node, plan, capacity)
     lowerer.allocate(node, plan)
-    state = [lowerer.ref_of(v, plan) for v in node.outputs[:n]]
+    state = []
+    for v in node.outputs[:n]:  # a carried sequence: a register whose block the loop replaces each iteration
+        state.append(lowerer.new_ref() if is_sequence(v.type) else lowerer.ref_of(v, plan))
+        if is_sequence(v.type):
+            lowerer.seq_refs[id(v)] = state[-1]
     if counted is not None:
         scan_results = [lowerer.pool_refs[id(plan.storage(v))] for v in node.outputs[n:]]
     else:
@@ -140,7 +154,10 @@ def _emit_loop(lowerer: Lowerer, node: Node, plan: MemoryPlanResult) -> None:
     scanned_refs = [lowerer.ref_of(v, plan) for v in scanned]
     captures = [lowerer.ref_of(v, plan) for v in captured]
     for dst, v in zip(state, init):
-        code.emit("buffer_copy", dst, lowerer.ref_of(v, plan))
+        if is_sequence(v.type):
+            move_into(lowerer, dst, lowerer.ref_of(v, plan), owned=False)
+        else:
+            code.emit("buffer_copy", dst, lowerer.ref_of(v, plan))
 
     # Scratch: the iteration number, then one temporary per carried value.
     scratch = plan.base + region.storage.offset + region.scratch_offset
@@ -150,6 +167,8 @@ def _emit_loop(lowerer: Lowerer, node: Node, plan: MemoryPlanResult) -> None:
     temps, pool_temps = [], []
     for size, v in zip(region.scratch_slots[1:], node.outputs[:n]):
         temps.append(lowerer.new_ref())
+        if is_sequence(v.type):
+            continue  # (no temporary: _copy_carried moves blocks)
         if v.type.is_static:
             code.emit("buffer_arena", temps[-1], offset, v.type.num_bytes)
         elif size == 0:  # no bound: from the pool, for the whole loop
@@ -246,6 +265,8 @@ def _emit_body(lowerer: Lowerer, body: Graph, body_plan: MemoryPlanResult) -> No
     outer = lowerer.graph
     lowerer.graph = body
     try:
+        # symbols read from the body's inputs or constants (a Slice start folded to a constant)
+        lowerer.load_symbols([*body.inputs, *(v for v, _ in body.symbol_sources.values() if v.is_const)], body_plan)
         lowerer.emit_graph(body, body_plan)
     finally:
         lowerer.graph = outer
@@ -273,9 +294,12 @@ def _copy_carried(lowerer: Lowerer, body: Graph, body_plan: MemoryPlanResult, st
     code = lowerer.code
     carried_inputs = body.inputs[1:1 + n]
     results = body.outputs[1:1 + n]
+    _replace_carried_sequences(lowerer, body, body_plan, state, n)
     through_temp = []
     direct = []
     for k, v in enumerate(results):
+        if is_sequence(v.type):
+            continue
         root, _ = body_plan.locate(v)
         if _same_bytes(v, body_plan, carried_inputs[k], body_plan):
             continue  # passed through unchanged: already in place
@@ -289,3 +313,27 @@ def _copy_carried(lowerer: Lowerer, body: Graph, body_plan: MemoryPlanResult, st
         code.emit("buffer_copy", state[k], lowerer.ref_of(results[k], body_plan))
     for k in through_temp:
         code.emit("buffer_copy", state[k], temps[k])
+
+
+def _replace_carried_sequences(lowerer: Lowerer, body: Graph, body_plan: MemoryPlanResult, state: list[int],
+                               n: int) -> None:
+    """Each carried sequence the body changed: its new block first (the body's own result, or a copy
+    when the result is another carried value or a capture), then the old block freed and the state
+    register moved to the new one, so a swap never reads a freed block."""
+    carried_inputs = body.inputs[1:1 + n]
+    fresh: list[tuple[int, int]] = []
+    moved: set[int] = set()
+    for k, v in enumerate(body.outputs[1:1 + n]):
+        if not is_sequence(v.type) or v is carried_inputs[k]:
+            continue  # a tensor, or passed through unchanged
+        src = lowerer.ref_of(v, body_plan)
+        if produced_in(body, v) and id(v) not in moved:
+            moved.add(id(v))
+            fresh.append((k, src))
+        else:
+            register = lowerer.new_ref()
+            move_into(lowerer, register, src, owned=False)
+            fresh.append((k, register))
+    for k, register in fresh:
+        lowerer.code.emit("buffer_free", state[k])
+        move_into(lowerer, state[k], register, owned=True)

@@ -26,9 +26,11 @@ from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.ops import infer_types
 from iree_py.ir.ops_control_flow import BODY_ATTRS
 from iree_py.ir.symbols import Emitter, Expr
-from iree_py.ir.types import DType
+from iree_py.ir.ops_sequence import SEQUENCE_OPS
+from iree_py.ir.types import DType, is_sequence
 from iree_py.vm.encoder import BytecodeBuilder
 from iree_py.vm.memory_plan import Bounds, MemoryPlanResult, Storage
+from iree_py.vm.sequences import SequenceLiveness, emit_sequence_op, move_into, produced_in, validate_input
 from iree_py.vm.state import StateEmitter, StateLayout
 
 MESSAGE_CODE_BASE = 0x10000  # a check/fail code MESSAGE_CODE_BASE + i reports Module.messages[i]
@@ -45,9 +47,11 @@ class HostProgram:
     i64_output_count: int = 0
 
 
-def dynamic_dims(values: list[Value]) -> list[tuple[Value, int, Expr]]:
-    """(value, axis, dim) of every symbolic dim, in signature order."""
-    return [(v, axis, d) for v in values for axis, d in enumerate(v.type.shape) if not isinstance(d, int)]
+def dynamic_dims(values: list[Value]) -> list[tuple[Value, int, "Expr | None"]]:
+    """(value, axis, dim) of every symbolic dim, in signature order; a sequence's one dynamic dim
+    (its byte length, docs/sequences.md) is (value, 0, None)."""
+    return [(v, axis, d) for v in values
+            for axis, d in ([(0, None)] if is_sequence(v.type) else enumerate(v.type.shape)) if not isinstance(d, int)]
 
 
 RefKey = tuple[int, int, "int | Expr"]  # (id of the value owning the bytes, byte offset, byte length)
@@ -73,6 +77,7 @@ class Lowerer:
     graph: Graph | None = None
     arena_ref: int | None = None                               # a view of the whole arena (bounded dims)
     arena_size: int = 0
+    seq_refs: dict[int, int] = field(default_factory=dict)     # id(sequence value) -> the ref register of its block
 
     def __post_init__(self) -> None:
         self.dims = Emitter(self.code.emit, self.symbol_reg, self.int_reg, self.new_int)
@@ -110,6 +115,9 @@ class Lowerer:
     def bind(self, value: Value, register: int) -> None:
         """`value` (a graph or body input) lives in ref register `register`."""
         self.bound[id(value)] = register
+        if is_sequence(value.type):
+            self.seq_refs[id(value)] = register
+            return
         self.refs[(id(value), 0, value.type.byte_count)] = register
 
     @contextlib.contextmanager
@@ -123,6 +131,10 @@ class Lowerer:
             self.refs, self.ints, self.bound, self.dims.done = saved
 
     def ref_of(self, v: Value, plan: MemoryPlanResult) -> int:
+        if is_sequence(v.type):
+            if id(v) not in self.seq_refs:
+                raise AssertionError(f"sequence {v.name} is used before its buffer is made")
+            return self.seq_refs[id(v)]
         root, offset = plan.locate(v)
         length = v.type.byte_count
         key = (id(root), offset, length)
@@ -165,10 +177,13 @@ class Lowerer:
         """Every node of `graph` in order: views need nothing, kernels are dispatched, control
         flow is lowered with branches. Pool storages live from their node to their last reader."""
         from iree_py.vm.control_flow import emit_control_flow
+        liveness = SequenceLiveness.of(graph)
         for index, node in enumerate(graph.nodes):
             if id(node) not in plan.elided:
                 if node.op in BODY_ATTRS:
                     emit_control_flow(self, node, plan)  # allocates its own results (scan outputs by trip count)
+                elif node.op in SEQUENCE_OPS:
+                    emit_sequence_op(self, node, plan)   # VM code on packed buffers, no kernel
                 else:
                     self.allocate(node, plan)
                     self.emit_dispatch(node, plan)
@@ -176,6 +191,8 @@ class Lowerer:
                 self.emit_checks(node)  # a view (Reshape) from or to symbolic dims: its element count
             self.load_symbols(node.outputs, plan)
             self.free_after(index, plan)
+            for v in liveness.free_after.get(index, []):
+                self.code.emit("buffer_free", self.seq_refs.pop(id(v)))
 
     def allocate(self, node: Node, plan: MemoryPlanResult) -> None:
         for out in node.outputs:
@@ -259,20 +276,29 @@ def lower_graph(graph: Graph, dispatches: list[Dispatch], entry_of: list[int], k
     for i, v in enumerate(graph.inputs):
         lowerer.bind(v, i)
     for reg, (v, axis, d) in enumerate(inputs_dynamic):
+        if d is None:
+            continue  # a sequence's byte length: the entry code reads its buffer's length
         if d.symbol is None:
             raise CompileError(f"input {v.name} dim {axis} is {d}: an input dim must be a number or a symbol name")
         lowerer.symbol_regs.setdefault(d.symbol, reg)
     _check_bounds(lowerer, dim_bounds or {})
+    for i, v in enumerate(graph.inputs):
+        if is_sequence(v.type):
+            validate_input(lowerer, v, i)
     if any(s.dynamic and not s.pool for s in plan.storages):
         lowerer.arena_ref = lowerer.new_ref()
         code.emit("buffer_arena", lowerer.arena_ref, 0, arena_size)
-    lowerer.load_symbols([*graph.inputs, *(v for v in graph.values() if v.is_const)], plan)
+    lowerer.load_symbols([*graph.inputs, *(v for v in graph.values() if v.is_const),
+                          *(v for v, _ in graph.symbol_sources.values() if v.is_const)], plan)
     state_code = StateEmitter(state, graph, lowerer, plan)  # module state (vm/state.py): init, reads, writes
     state_code.prologue()
     lowerer.emit_graph(graph, plan)
     state_code.writes()
     results = []
     for v in graph.outputs:
+        if is_sequence(v.type):
+            results.append(_sequence_output(lowerer, graph, v, plan, results))
+            continue
         if plan.storage(v) is not None:
             results.append(lowerer.ref_of(v, plan))
             continue
@@ -283,13 +309,30 @@ def lower_graph(graph: Graph, dispatches: list[Dispatch], entry_of: list[int], k
         code.emit("buffer_arena", dst, output_copies[id(v)], v.type.num_bytes)
         code.emit("buffer_copy", dst, lowerer.ref_of(v, plan))
         results.append(dst)
-    out_dims = [lowerer.dim_reg(d) for _, _, d in dynamic_dims(graph.outputs)]
+    out_dims = [lowerer.dim_reg(d) if d is not None else _length(lowerer, results[graph.outputs.index(v)])
+                for v, _, d in dynamic_dims(graph.outputs)]
     if out_dims:
         code.emit("ret_i64", out_dims, results)
     else:
         code.emit("ret", results)
     return HostProgram(code.finish(), lowerer.int_count, lowerer.ref_count, lowerer.constants, lowerer.messages,
                        len(inputs_dynamic), len(out_dims))
+
+
+def _length(lowerer: Lowerer, register: int) -> int:
+    r = lowerer.new_int()
+    lowerer.code.emit("buffer_length", r, register)
+    return r
+
+
+def _sequence_output(lowerer: Lowerer, graph: Graph, v: Value, plan: MemoryPlanResult, earlier: list[int]) -> int:
+    """A sequence output: its own block when the graph computed it (returned once), else a copy."""
+    register = lowerer.ref_of(v, plan)
+    if produced_in(graph, v) and register not in earlier:
+        return register
+    copy = lowerer.new_ref()
+    move_into(lowerer, copy, register, owned=False)
+    return copy
 
 
 def _dynamic_output_copy(lowerer: Lowerer, v: Value, plan: MemoryPlanResult) -> int:

@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.ops_control_flow import bodies
+from iree_py.ir.ops_sequence import SEQUENCE_OPS
 from iree_py.ir.ops_state import STATE_OPS
+from iree_py.ir.types import is_sequence
 from iree_py.ir.symbols import Expr, bounds as expr_bounds
 
 Bounds = dict[str, tuple[int, int]]  # symbol -> (lowest, highest) value, from --dim NAME=LO..HI
@@ -136,8 +138,12 @@ def plan_memory(graph: Graph, dim_bounds: Bounds | None = None) -> MemoryPlanRes
             elided.add(id(node))
             continue
         for out in node.outputs:
-            storages[id(out)] = _storage(out, index, dim_bounds)
-        if all(out.type.element_count == 0 for out in node.outputs) and node.op not in STATE_OPS:
+            if not is_sequence(out.type):  # a sequence is a pool block its op allocates (vm/sequences.py)
+                storages[id(out)] = _storage(out, index, dim_bounds)
+        if node.op in SEQUENCE_OPS:
+            continue
+        if all(not is_sequence(out.type) and out.type.element_count == 0 for out in node.outputs) and \
+                node.op not in STATE_OPS:
             elided.add(id(node))  # nothing to compute: the results are empty (module state ops still copy)
             continue
         if node.op == "Concat" and _concat_in_place(node, storages, parent):
@@ -176,8 +182,9 @@ def _plan_region(node: Node, index: int, dim_bounds: Bounds | None) -> Region:
     # A Loop's scratch: the iteration number, then one temporary per carried value (the lowering
     # copies carried results through them when a result is another carried input). A carried
     # value with a symbolic size has its temporary at its upper bound, or from the pool (size 0).
-    slots = [] if node.op != "Loop" else [ALIGNMENT] + [_storage(v, index, dim_bounds).size for v in
-                                                        node.outputs[:node.attrs["carried"]]]
+    # (A carried sequence needs none: the lowering moves blocks, vm/control_flow.py.)
+    slots = [] if node.op != "Loop" else [ALIGNMENT] + [0 if is_sequence(v.type) else _storage(v, index, dim_bounds).size
+                                                        for v in node.outputs[:node.attrs["carried"]]]
     scratch_offset = max((p.arena_size for p in plans), default=0)
     storage = Storage(f"{node.name or node.op}.region", max(ALIGNMENT, scratch_offset + sum(slots)), index, index)
     return Region(storage, plans, scratch_offset, slots)

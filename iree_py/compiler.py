@@ -15,8 +15,10 @@ from iree_py.frontends.onnx import import_onnx
 from iree_py.frontends.tflite import import_tflite, is_tflite
 from iree_py.ir.graph import Graph
 from iree_py.ir.ops_control_flow import bodies
+from iree_py.ir.types import DType
 from iree_py.module import model as mod
 from iree_py.module.state_info import state_buffer
+from iree_py.module.strings import pack_strings
 from iree_py.module.writer import write_module
 from iree_py.passes.pipeline import run_pipeline
 from iree_py.vm.lowering import HostProgram, lower_graph
@@ -152,6 +154,13 @@ def reserve_output_copies(graph: Graph, plan: MemoryPlanResult) -> tuple[int, di
     return arena, copies
 
 
+def _constant_bytes(v) -> bytes:
+    """A constant's bytes in the module: raw little-endian elements, or packed strings."""
+    if v.type.dtype == DType.string:
+        return pack_strings(v.const).tobytes()
+    return v.const.astype(v.type.dtype.numpy, copy=False).tobytes()
+
+
 def _sig(name: str, v, quantization: dict[str, tuple[float, int]] | None = None) -> mod.TensorSig:
     scale, zero_point = (quantization or {}).get(name, (None, None))
     quant = ((float(scale),), (int(zero_point),)) if scale is not None else ((), ())
@@ -173,7 +182,7 @@ def build_module(graph: Graph, target: Target, specs: list[KernelSpec], blob: Ex
         i64_input_count=program.i64_input_count,
         i64_output_count=program.i64_output_count,
     )
-    constants = [mod.Constant(v.name, v.const.astype(v.type.dtype.numpy, copy=False).tobytes()) for v in program.constants]
+    constants = [mod.Constant(v.name, _constant_bytes(v)) for v in program.constants]
     offsets = blob.entry_offsets or (0,) * len(blob.kernels)  # flat: where each kernel starts in the code
     # A dynamic kernel's lengths depend on its push constants: its guard checks them at each dispatch.
     entry_points = [mod.EntryPoint(k.name, len(k.binding_min_lengths), len(k.push_constants),

@@ -91,8 +91,8 @@ def _first_non_tensor(case: ConformanceCase) -> str:
                 return f"{what} {i} is an absent optional value; iree-py handles tensors only"
             if isinstance(v, list):
                 return f"{what} {i} is a sequence; iree-py handles tensors only"
-            if v.dtype == object or v.dtype.kind in "US":
-                return f"{what} {i} is a string tensor; iree-py handles numeric tensors only"
+            if (v.dtype == object or v.dtype.kind in "US") and what == "output":
+                return f"{what} {i} is a string tensor; iree-py returns numeric and bool tensors only"
     return ""
 
 

@@ -153,3 +153,12 @@ def test_string_constants_round_trip_through_the_text_form():
     assert print_graph(parsed) == text
     [const] = [v.const for v in parsed.values() if v.is_const]
     assert const.tolist() == [s.encode() for s in c]
+
+
+def test_arm64_under_qemu_packs_inputs_into_files_and_checks_offsets():
+    """The qemu device writes the packed buffer as the runner's input file."""
+    m = iree_py.load(iree_py.compile(EQUAL, target="arm64"), device="qemu")
+    x, y = (np.array(v, dtype=object) for v in CASES["non-ascii utf-8"])
+    np.testing.assert_array_equal(m.main(x.reshape(2, 3), y), onnxruntime_equal(x.reshape(2, 3), y))
+    with pytest.raises(iree_py.IreeRuntimeError, match="failed with code 2"):
+        m.device.call(m.main.signature, [malformed((2, 3), [0] * 7, b""), malformed((3,), [0, 3, 2, 4], b"abcd")])

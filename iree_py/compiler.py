@@ -19,6 +19,7 @@ from iree_py.ir.ops_sequence import SEQUENCE_OPS
 from iree_py.ir.types import DType, is_sequence
 from iree_py.module import model as mod
 from iree_py.module.state_info import state_buffer
+from iree_py.module.strings import pack_strings
 from iree_py.module.writer import write_module
 from iree_py.passes.pipeline import run_pipeline
 from iree_py.vm.lowering import HostProgram, lower_graph
@@ -160,6 +161,13 @@ def reserve_output_copies(graph: Graph, plan: MemoryPlanResult) -> tuple[int, di
     return arena, copies
 
 
+def _constant_bytes(v) -> bytes:
+    """A constant's bytes in the module: raw little-endian elements, or packed strings."""
+    if v.type.dtype == DType.string:
+        return pack_strings(v.const).tobytes()
+    return v.const.astype(v.type.dtype.numpy, copy=False).tobytes()
+
+
 def _sig(name: str, v, quantization: dict[str, tuple[float, int]] | None = None) -> mod.TensorSig:
     if is_sequence(v.type):  # a packed buffer of any length (docs/sequences.md)
         t = v.type
@@ -185,7 +193,7 @@ def build_module(graph: Graph, target: Target, specs: list[KernelSpec], blob: Ex
         i64_input_count=program.i64_input_count,
         i64_output_count=program.i64_output_count,
     )
-    constants = [mod.Constant(v.name, v.const.astype(v.type.dtype.numpy, copy=False).tobytes()) for v in program.constants]
+    constants = [mod.Constant(v.name, _constant_bytes(v)) for v in program.constants]
     offsets = blob.entry_offsets or (0,) * len(blob.kernels)  # flat: where each kernel starts in the code
     # A dynamic kernel's lengths depend on its push constants: its guard checks them at each dispatch.
     entry_points = [mod.EntryPoint(k.name, len(k.binding_min_lengths), len(k.push_constants),

@@ -100,6 +100,8 @@ DIRECT_KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     "NmsOutput": ("nms_output", ("count",)),
     "RoiAlign": ("roi_align", ("mode", "output_height", "output_width", "sampling_ratio", "spatial_scale",
                                "half_pixel")),
+    # -- strings: entries below this line --
+    "StringEqual": ("string_equal", ()),
 }
 EPILOGUE_ROOTS = ("Conv", "MatMul")
 

@@ -116,6 +116,9 @@ KERNEL_KINDS = (
     "nonzero_count", "nonzero", "unique_count", "unique",
     # -- nms: entries below this line --
     "nms_select", "nms_output", "roi_align",
+    # -- strings: entries below this line --
+    # string_equal: A, B packed strings (docs/strings.md) -> bool, numpy broadcasting; offsets checked first
+    "string_equal",
 )
 
 # Elementwise ops an Expr or an epilogue may use, with the attributes they read.

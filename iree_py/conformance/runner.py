@@ -93,8 +93,8 @@ def _first_non_tensor(case: ConformanceCase) -> str:
                 if any(np.asarray(e).dtype == object or np.asarray(e).dtype.kind in "US" for e in v):
                     return f"{what} {i} is a sequence of strings; iree-py handles numeric tensors only"
                 continue
-            if v.dtype == object or v.dtype.kind in "US":
-                return f"{what} {i} is a string tensor; iree-py handles numeric tensors only"
+            if (v.dtype == object or v.dtype.kind in "US") and what == "output":
+                return f"{what} {i} is a string tensor; iree-py returns numeric and bool tensors only"
     return ""
 
 

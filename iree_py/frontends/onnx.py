@@ -19,6 +19,7 @@ import onnx.numpy_helper
 
 from iree_py.errors import CompileError
 from iree_py.frontends.onnx_ops import CONVERTERS
+from iree_py.frontends.onnx_strings import check_string_inputs, check_string_results
 from iree_py.frontends.onnx_symbolic import input_dim, pick_symbolic_converter, shape_text
 from iree_py.ir.build import NameTable, fold_or_append, make_node
 from iree_py.ir.graph import Graph, Value
@@ -221,8 +222,10 @@ def convert_nodes(ctx: OnnxContext, nodes: Iterable[onnx.NodeProto], prefix: str
             raise ctx.error("op not supported by iree-py")
         if ctx.opset < MIN_OPSET:
             _check_old_opset(ctx, n.op_type)
+        check_string_inputs(ctx, n)
         symbolic = pick_symbolic_converter(ctx, n)
         results = (symbolic(ctx) if symbolic is not None else None) or convert(ctx)
+        check_string_results(ctx, n, results)
         for name, value in zip(n.output, results):
             if name and value is not None:
                 ctx.env[name] = value
@@ -312,6 +315,9 @@ def import_onnx(model: str | Path | bytes | onnx.ModelProto, dims: dict[str, int
         if o.name in ctx.known and not ctx.env[o.name].is_const:
             raise CompileError(f"{source}: graph output '{o.name}' is a shape computed from symbolic dims "
                                f"({shape_text(ctx.known[o.name])}); iree-py cannot return it as a tensor yet")
+        if isinstance(ctx.env[o.name].type, TensorType) and ctx.env[o.name].type.dtype == DType.string:
+            raise CompileError(f"{source}: graph output '{o.name}' is a string tensor; iree-py returns numeric "
+                               f"and bool tensors only (string tensors are inputs of Equal, docs/strings.md)")
         outputs.append(_as_declared(ctx, o, ctx.env[o.name], source))
     graph = Graph("main", inputs, outputs, ctx.graph_nodes, [o.name for o in g.output], source)
     graph.dequantized = ctx.dequantized

@@ -23,6 +23,7 @@ from iree_py.frontends.onnx_imageops import IMAGEOPS_CONVERTERS
 from iree_py.frontends.onnx_indexing import INDEXING_CONVERTERS
 from iree_py.frontends.onnx_linear_attention import LINEAR_ATTENTION_CONVERTERS
 from iree_py.frontends.onnx_logic import LOGIC_CONVERTERS
+from iree_py.frontends.onnx_strings import with_string_equal
 from iree_py.frontends.onnx_loss import LOSS_CONVERTERS
 from iree_py.frontends.onnx_misc import MISC_CONVERTERS
 from iree_py.frontends.onnx_nn import NN_CONVERTERS
@@ -636,4 +637,5 @@ CONVERTERS: dict[str, Converter] = {
     **SCAN8_CONVERTERS,
     # -- bntrain: entries below this line --
 }
+CONVERTERS["Equal"] = with_string_equal(CONVERTERS["Equal"])  # string operands (onnx_strings.py)
 wrap_bf16(CONVERTERS)  # bf16 operands computed in f32 (onnx_bf16.py)

@@ -13,9 +13,8 @@ from iree_py.ir.types import Dim, DType, TensorType
 
 ShapeRule = Callable[[list[TensorType], dict[str, Any]], list[TensorType]]
 
-ANY_DTYPE = frozenset(DType)  # data movement: kernels copy elements of any size
-
-ShapeRule = Callable[[list[TensorType], dict[str, Any]], list[TensorType]]
+# data movement: kernels copy elements of any fixed size (not strings: their elements vary in size)
+ANY_DTYPE = frozenset(DType) - {DType.string}
 
 
 

@@ -26,6 +26,7 @@ from iree_py.ir.ops_rt_resize import RT_RESIZE_OP_DEFS
 from iree_py.ir.ops_datadep import DATADEP_OP_DEFS
 from iree_py.ir.ops_nms import NMS_OP_DEFS
 from iree_py.ir.ops_sequence import SEQUENCE_OP_DEFS
+from iree_py.ir.ops_strings import STRING_OP_DEFS
 from iree_py.ir.dim_checks import at_least, broadcast_shapes, product, require_equal
 from iree_py.ir.opdef import ANY_DTYPE, OpDef, SymbolicShapeError, pool_output_dim, pool_rule
 from iree_py.ir.ops_logic import FLOAT_DTYPES, INT_DTYPES, NUMERIC_DTYPES, SINGLE_HALF_DTYPES
@@ -315,6 +316,8 @@ _DEFS = [
     *NMS_OP_DEFS,
     # -- sequences: entries below this line --
     *SEQUENCE_OP_DEFS,
+    # -- strings: entries below this line --
+    *STRING_OP_DEFS,
 ]
 
 OPS: dict[str, OpDef] = {d.name: d for d in _DEFS}

@@ -15,6 +15,7 @@ from iree_py.ir.opdef import pool_output_size
 from iree_py.ir.reference_convt import KERNELS as CONVT_KERNELS
 from iree_py.ir.reference_datadep import KERNELS as DATADEP_KERNELS
 from iree_py.ir.reference_nms import KERNELS as NMS_KERNELS
+from iree_py.ir.ops_strings import STRING_KERNELS
 from iree_py.ir.reference_control_flow import KERNELS as CONTROL_FLOW_KERNELS
 from iree_py.ir.reference_logic import KERNELS as LOGIC_KERNELS
 from iree_py.ir.reference_misc import KERNELS as MISC_KERNELS
@@ -324,6 +325,8 @@ KERNELS: dict[str, Kernel] = {
     "ResizeRuntime": rt_resize_reference,
     # -- nms: entries below this line --
     **NMS_KERNELS,
+    # -- strings: entries below this line --
+    **STRING_KERNELS,
 }
 
 

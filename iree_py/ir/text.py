@@ -33,8 +33,9 @@ import numpy as np
 from iree_py.errors import CompileError
 from iree_py.ir.fused import root_result
 from iree_py.ir.graph import Graph, Node, Value
+from iree_py.ir.strings import pack_strings, unpack_strings
 from iree_py.ir.symbols import Expr, dim_text, parse_dim
-from iree_py.ir.types import TensorType
+from iree_py.ir.types import DType, TensorType
 
 SMALL_CONSTANT = 16
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_./$-]+")
@@ -82,6 +83,8 @@ def _dense(array: np.ndarray, elide_over: int | None) -> str:
     flat = np.ascontiguousarray(array).reshape(-1)
     if elide_over is not None and flat.size > elide_over:
         return "dense<elided>"
+    if flat.dtype.kind in "OUS":  # strings: the packed buffer (docs/strings.md), any bytes survive
+        return "dense<0x" + pack_strings(flat).tobytes().hex().upper() + ">"
     has_nan = flat.dtype.kind == "f" and bool(np.isnan(flat).any())
     if flat.size <= SMALL_CONSTANT and not has_nan:
         if flat.dtype == np.bool_:
@@ -246,6 +249,12 @@ def _parse_dense(line: _Line, token: str, ttype: TensorType) -> np.ndarray:
     shape = tuple(int(d) for d in ttype.shape)
     if body == "elided":
         raise line.error("constant is elided (printed with elide_over); it cannot be parsed back")
+    if ttype.dtype == DType.string:
+        try:
+            items = unpack_strings(bytes.fromhex(body[2:] if body.startswith("0x") else "-"), math.prod(shape))
+        except ValueError as e:
+            raise line.error(f"string constant of type {ttype}: {e}") from None
+        return np.array(items, dtype=object).reshape(shape)
     if body.startswith("0x"):
         data = bytes.fromhex(body[2:])
         if len(data) != ttype.num_bytes:

@@ -37,6 +37,9 @@ class DType(enum.Enum):
     i2 = "i2"
     u2 = "u2"
     f8e8m0 = "f8e8m0"  # exponent only: 2**(code - 127), 0xFF NaN (narrow_types.py)
+    # variable-length UTF-8 strings (docs/strings.md): numpy object arrays in Python; at run time one
+    # packed buffer of N+1 i64 offsets and the bytes. Only Equal (StringEqual) takes them.
+    string = "string"
 
     @property
     def numpy(self) -> np.dtype:
@@ -44,7 +47,8 @@ class DType(enum.Enum):
 
     @property
     def itemsize(self) -> int:
-        return self.numpy.itemsize
+        """Bytes per element; a string element counts as its 8-byte offset (its bytes vary)."""
+        return 8 if self is DType.string else self.numpy.itemsize
 
     @property
     def module_code(self) -> int:
@@ -53,7 +57,10 @@ class DType(enum.Enum):
 
     @staticmethod
     def from_numpy(dtype: np.dtype | type) -> "DType":
-        name = np.dtype(dtype).name
+        np_dtype = np.dtype(dtype)
+        if np_dtype.kind in "OUS":
+            return DType.string
+        name = np_dtype.name
         for member, numpy_name in _NUMPY.items():
             if numpy_name == name:
                 return member
@@ -68,6 +75,7 @@ _NUMPY = {
     DType.bf16: "bfloat16", DType.f8e4m3fn: "float8_e4m3fn", DType.f8e4m3fnuz: "float8_e4m3fnuz",
     DType.f8e5m2: "float8_e5m2", DType.f8e5m2fnuz: "float8_e5m2fnuz", DType.i4: "int4", DType.u4: "uint4",
     DType.f4e2m1: "float4_e2m1fn", DType.i2: "int2", DType.u2: "uint2", DType.f8e8m0: "float8_e8m0fnu",
+    DType.string: "object",
 }
 
 Dim = int | Expr  # a static size, or a symbolic one ("batch", "seq + 1"); a str given is made an Expr

@@ -4,7 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from iree_py.errors import IreePyError
+from iree_py.ir.types import DType
 from iree_py.module.model import DYNAMIC_DIM, Function, TensorSig
+from iree_py.runtime.strings import PackedStrings, is_string_array
 
 
 def shape_text(sig: TensorSig) -> str:
@@ -32,13 +34,16 @@ def shape_mismatch(sig: TensorSig, shape: tuple[int, ...]) -> str:
     return ""
 
 
-def check_inputs(fn: Function, args: tuple) -> list[np.ndarray]:
+def check_inputs(fn: Function, args: tuple) -> list[np.ndarray | PackedStrings]:
     if len(args) != len(fn.inputs):
         expected = ", ".join(describe(s) for s in fn.inputs)
         raise IreePyError(f"{fn.name}: expected {len(fn.inputs)} inputs ({expected}), got {len(args)}")
     arrays = []
     for i, (arg, sig) in enumerate(zip(args, fn.inputs)):
         a = np.asarray(arg)
+        if sig.dtype == DType.string:
+            arrays.append(_string_input(fn, i, sig, a))
+            continue
         if a.dtype != sig.dtype.numpy and sig.quantization is not None:
             scale, zero_point = sig.quantization
             raise IreePyError(f"{fn.name}: input {i} {describe(sig)} is quantized (scale {scale:.9g}, zero point "
@@ -52,3 +57,17 @@ def check_inputs(fn: Function, args: tuple) -> list[np.ndarray]:
                               f"{shape_mismatch(sig, tuple(a.shape))}")
         arrays.append(a if a.flags.c_contiguous else a.copy(order="C"))  # ascontiguousarray makes 0-d arrays 1-d
     return arrays
+
+
+def _string_input(fn: Function, i: int, sig: TensorSig, a: np.ndarray) -> PackedStrings:
+    """A string input: str/bytes/object arrays, packed (docs/strings.md)."""
+    if not is_string_array(a):
+        raise IreePyError(f"{fn.name}: input {i} {describe(sig)} was given dtype {a.dtype}; expected an array of "
+                          f"str, bytes or objects holding them")
+    if not shape_matches(sig, tuple(a.shape)):
+        raise IreePyError(f"{fn.name}: input {i} {describe(sig)} was given shape {list(a.shape)}: "
+                          f"{shape_mismatch(sig, tuple(a.shape))}")
+    try:
+        return PackedStrings(a)
+    except TypeError as e:
+        raise IreePyError(f"{fn.name}: input {i} {describe(sig)}: {e}") from None

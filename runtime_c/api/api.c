@@ -301,7 +301,18 @@ static irp_status_t irp_check_input(const irp_module_t* module, const irp_vm_fun
     }
     bytes *= (size_t)dim;
   }
-  if (view->length != bytes) {
+  if (sig->dtype == IRP_DTYPE_STRING) {
+    /* N+1 offsets, then any number of bytes; the kernels validate the offsets (docs/strings.md). */
+    if (bytes > SIZE_MAX - 8) {
+      return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %" PRId32 " '%s': its byte size overflows", f->name, index,
+                      sig->name);
+    }
+    bytes += 8;
+    if (view->length < bytes) {
+      return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %" PRId32 " '%s' is a string tensor of %zu bytes but its "
+                      "%zu offsets need at least %zu", f->name, index, sig->name, view->length, bytes / 8, bytes);
+    }
+  } else if (view->length != bytes) {
     return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "%s: input %" PRId32 " '%s' is %zu bytes but %s %zu",
                     f->name, index, sig->name, view->length,
                     sig->dynamic_count > 0 ? "its shape needs" : "the signature needs", bytes);

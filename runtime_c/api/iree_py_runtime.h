@@ -54,6 +54,9 @@ typedef enum irp_dtype_e {
   IRP_DTYPE_BF16 = 12, IRP_DTYPE_F8E4M3FN = 13, IRP_DTYPE_F8E4M3FNUZ = 14, IRP_DTYPE_F8E5M2 = 15,
   IRP_DTYPE_F8E5M2FNUZ = 16, IRP_DTYPE_I4 = 17, IRP_DTYPE_U4 = 18, IRP_DTYPE_F4E2M1 = 19, IRP_DTYPE_I2 = 20,
   IRP_DTYPE_U2 = 21, IRP_DTYPE_F8E8M0 = 22, /* exponent only: 2^(code - 127), 0xFF NaN */
+  /* N strings packed in one buffer: N+1 little-endian int64 byte offsets, then the UTF-8 bytes
+   * (element i is bytes[off[i], off[i+1])); any length of at least (N+1)*8 bytes (docs/strings.md) */
+  IRP_DTYPE_STRING = 23,
 } irp_dtype_t;
 
 #define IRP_MAX_RANK 8

@@ -216,7 +216,7 @@ static size_t shape_bytes(const irp_buffer_view_t* view, size_t element_size) {
 
 /* Bytes per element of each irp_dtype_t, in enum order. */
 static size_t element_size_of(irp_dtype_t dtype) {
-  static const unsigned char sizes[] = {4, 8, 2, 1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  static const unsigned char sizes[] = {4, 8, 2, 1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 8};
   return (unsigned)dtype < sizeof sizes ? sizes[dtype] : 0;
 }
 
@@ -304,6 +304,8 @@ static int run(irp_runtime_t* runtime, irp_module_t* module, const options_t* op
     input_data[i] = read_file(options->inputs[i], &length);
     if (input_data[i] == NULL) {
       code = 1;
+    } else if (inputs[i].dtype == IRP_DTYPE_STRING && length >= inputs[i].length + 8) {
+      inputs[i].length = length; /* packed strings: offsets, then bytes of any length (the runtime checks) */
     } else if (length != inputs[i].length) {
       fprintf(stderr, "irp-run: input %d '%s' needs %zu bytes but %s has %zu\n", i, name, inputs[i].length,
               options->inputs[i], length);

@@ -45,6 +45,7 @@ size_t irp_dtype_size(uint32_t dtype) {
     case IRP_DTYPE_I2: return 1;
     case IRP_DTYPE_U2: return 1;
     case IRP_DTYPE_F8E8M0: return 1;
+    case IRP_DTYPE_STRING: return 8; /* per element: its offset; the bytes follow (+8 for the end) */
     default: return 0;
   }
 }

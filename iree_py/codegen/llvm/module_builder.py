@@ -90,6 +90,8 @@ KERNEL_BUILDERS: dict[str, str] = {
     "nms_select": "dynamic.nms:build_nms_select",
     "nms_output": "dynamic.nms:build_nms_output",
     "roi_align": "dynamic.roi_align:build_roi_align",
+    # -- strings: entries below this line --
+    "string_equal": "string_equal:build",
 }
 
 

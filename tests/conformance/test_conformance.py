@@ -148,9 +148,9 @@ def test_unsupported_element_type_is_unsupported():
     assert r.status == UNSUPPORTED and "COMPLEX64" in r.detail
 
 
-def test_sequence_input_is_unsupported_without_compiling():
-    r = run_case(_case("seq", [helper.make_node("Relu", ["x0"], ["y"])], [[X]], [X]))
-    assert r.status == UNSUPPORTED and "sequence" in r.detail
+def test_sequence_of_strings_is_unsupported_without_compiling():  # numeric sequences run (docs/sequences.md)
+    r = run_case(_case("seq", [helper.make_node("Relu", ["x0"], ["y"])], [[np.array(["a", "b"])]], [X]))
+    assert r.status == UNSUPPORTED and "sequence of strings" in r.detail
 
 
 def test_malformed_model_is_a_compile_error_with_the_reason():

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 
+from iree_py.conformance.edge_ops import is_edge_case
 from iree_py.conformance.status import PASSED, STATUSES, UNSUPPORTED, CaseResult
 
 
@@ -11,6 +12,12 @@ def pass_rate(results: list[CaseResult]) -> str:
     passed = sum(r.status == PASSED for r in results)
     percent = 100.0 * passed / len(results) if results else 0.0
     return f"{passed} / {len(results)} passed ({percent:.1f}%)"
+
+
+def edge_pass_rate(results: list[CaseResult]) -> str:
+    """The pass rate over the cases of the edge-op list (edge_ops.py); empty if none ran."""
+    edge = [r for r in results if is_edge_case(r.name, r.op)]
+    return f"edge ops {pass_rate(edge)}" if edge else ""
 
 
 def status_counts(results: list[CaseResult]) -> dict[str, int]:
@@ -48,7 +55,8 @@ def unsupported_reasons(results: list[CaseResult]) -> list[tuple[str, int]]:
 
 def summary_text(results: list[CaseResult]) -> str:
     counts = ", ".join(f"{s} {n}" for s, n in status_counts(results).items())
-    return f"{pass_rate(results)}; {counts}"
+    edge = edge_pass_rate(results)
+    return f"{pass_rate(results)}; {counts}" + (f"; {edge}" if edge else "")
 
 
 def _cell(text: str) -> str:
@@ -59,7 +67,8 @@ def markdown_report(results: list[CaseResult], target: str, header: str = "", to
     lines = [f"# ONNX backend node tests on iree-py, target {target}", ""]
     if header:
         lines += [header, ""]
-    lines += [f"**{pass_rate(results)}**", "", "## By status", "", "| status | cases |", "|---|---|"]
+    edge = edge_pass_rate(results)
+    lines += [f"**{pass_rate(results)}**" + (f" ({edge})" if edge else ""), "", "## By status", "", "| status | cases |", "|---|---|"]
     lines += [f"| {s} | {n} |" for s, n in status_counts(results).items()]
     lines += ["", "## Why cases are unsupported", "", "| reason | cases |", "|---|---|"]
     lines += [f"| {reason} | {n} |" for reason, n in unsupported_reasons(results)]

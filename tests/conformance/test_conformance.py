@@ -45,6 +45,16 @@ def test_expected_list_is_sorted_and_unique(target: str):
 
 
 @pytest.mark.parametrize("target", sorted(EXPECTED))
+def test_every_edge_op_case_is_expected_to_pass(target: str):
+    from iree_py.conformance.cases import collect_cases
+    from iree_py.conformance.edge_ops import is_edge_case
+    edge = [c for c in collect_cases() if is_edge_case(c.name, c.op)]
+    assert len({c.op for c in edge}) > 100, "the edge-op list matched too few of the installed onnx's ops"
+    missing = sorted(c.name for c in edge if c.name not in set(read_expected(EXPECTED[target])))
+    assert not missing, f"{len(missing)} of {len(edge)} edge-op cases are not on {EXPECTED[target].name}: {missing}"
+
+
+@pytest.mark.parametrize("target", sorted(EXPECTED))
 def test_no_regression(target: str):
     results = run_cases(expected_cases(target), target, jobs=2)
     failed = [f"{r.name}: {r.status}: {r.detail}" for r in results if r.status != PASSED]

@@ -139,10 +139,14 @@ def shrink(ctx: "OnnxContext") -> list[Value]:
 def range_(ctx: "OnnxContext") -> list[Value]:
     """Range of constants (the causal-mask index math of expanded Attention functions)."""
     start, limit, delta = (ctx.const_input(i, name) for i, name in enumerate(("start", "limit", "delta")))
+    for i, (name, v) in enumerate((("start", start), ("limit", limit), ("delta", delta))):
+        if v.size != 1:  # the spec says scalar; one-element tensors (as onnx's reference takes) are read as one
+            raise ctx.error(f"{name} (input {i}) must be a scalar, got shape {list(v.shape)}")
+    start, limit, delta = (v.reshape(()) for v in (start, limit, delta))
     if float(delta) == 0:
         raise ctx.error("delta (input 2) is 0")
     count = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
-    values = start.reshape(()) + np.arange(count, dtype=start.dtype) * delta.reshape(())
+    values = start + np.arange(count, dtype=start.dtype) * delta
     return [ctx.const(values.astype(start.dtype), out=0)]
 
 

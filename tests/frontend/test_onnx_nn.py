@@ -321,6 +321,26 @@ def test_range_of_constants(start, limit, delta, dtype) -> None:
     check_against_onnxruntime(model(nodes, {"x": (expected_len,)}, ["y"], 13, init))
 
 
+def test_range_takes_one_element_tensors_as_scalars() -> None:
+    """Expanded ONNX functions (AffineGrid) give Range [1]-shaped bounds; onnx's reference reads them
+    as scalars, and so does iree-py."""
+    init = {"s": np.array([1], np.int64), "l": np.array([7], np.int64), "d": np.array(2, np.int64)}
+    nodes = [helper.make_node("Range", ["s", "l", "d"], ["r"]),
+             helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["x", "rf"], ["y"])]
+    m = model(nodes, {"x": (3,)}, ["y"], 13, init)
+    x = np.zeros(3, np.float32)
+    np.testing.assert_array_equal(iree_py.load(iree_py.compile(m.SerializeToString())).main.call(x)[0], [1, 3, 5])
+
+
+def test_range_of_a_tensor_bound_names_the_input() -> None:
+    init = {"s": np.array(0, np.int64), "l": np.array([3, 4], np.int64), "d": np.array(1, np.int64)}
+    nodes = [helper.make_node("Range", ["s", "l", "d"], ["y"], name="r")]
+    m = model(nodes, {}, ["y"], 13, init)
+    with pytest.raises(CompileError, match=r"node 'r' \(op Range, opset 13\): limit \(input 1\) must be a scalar, got shape \[2\]"):
+        import_onnx(m)
+
+
 def test_range_of_computed_float_start_is_read_at_run_time() -> None:
     """A float Range whose start arrives at run time: its length is a symbol read at run time
     (frontends/onnx_signal_rt.py), one module for every start."""

@@ -95,6 +95,16 @@ def store_f32(b: ir.IRBuilder, value: ir.Value, base: ir.Value, index: int | ir.
     b.store(value, element_ptr(b, base, index), align=ALIGN)
 
 
+def load_binding_length(b: ir.IRBuilder, dispatch_state: ir.Value, index: int, pointer_bits: int) -> ir.Value:
+    """The byte length of binding `index` (dispatch_state.binding_lengths[index]) as an i64."""
+    word = pointer_bits // 8
+    size_type = ir.IntType(pointer_bits)
+    offset = dispatch_state_layout(pointer_bits).offsets["binding_lengths"]
+    table = b.load(b.gep(dispatch_state, [const_i64(offset)], source_etype=I8), typ=PTR, align=word)
+    length = b.load(b.gep(table, [const_i64(index)], source_etype=size_type), typ=size_type, align=word)
+    return b.zext(length, I64) if pointer_bits < 64 else length
+
+
 @dataclass
 class KernelBuilder:
     """The function being built, its IR builder positioned in the body, and ABI accessors."""
@@ -121,6 +131,10 @@ class KernelBuilder:
         slot = b.gep(table, [const_i64(index)], source_etype=PTR)
         base = b.load(slot, typ=PTR, align=self.target.pointer_bits // 8, name=f"binding{index}")
         return base
+
+    def binding_length(self, index: int) -> ir.Value:
+        """The byte length of binding `index` as the runtime passed it, as an i64."""
+        return load_binding_length(self.builder, self.dispatch_state, index, self.target.pointer_bits)
 
     def workgroup_id(self, axis: int) -> ir.Value:
         """The workgroup id on `axis` (0 = x, 1 = y, 2 = z), as an i32."""

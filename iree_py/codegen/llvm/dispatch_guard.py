@@ -14,7 +14,7 @@ from llvmlite import ir
 
 from iree_py.codegen.kernel_abi import dispatch_state_layout, workgroup_state_layout
 from iree_py.codegen.kernel_spec import KernelInfo
-from iree_py.codegen.llvm.common import I8, I32, I64, KERNEL_FN_TYPE, PTR, const_i32, const_i64
+from iree_py.codegen.llvm.common import I8, I32, I64, KERNEL_FN_TYPE, const_i32, const_i64, load_binding_length
 from iree_py.codegen.target import Target
 
 GUARD_FAILED = 1
@@ -40,8 +40,6 @@ def add_dispatch_guard(module: ir.Module, info: KernelInfo, target: Target) -> N
     b = ir.IRBuilder(guard.append_basic_block("entry"))
     fail = guard.append_basic_block("fail")
     layout = dispatch_state_layout(target.pointer_bits)
-    word = target.pointer_bits // 8
-    size_type = ir.IntType(target.pointer_bits)
 
     def field(offset: int, typ: ir.Type, align: int) -> ir.Value:
         return b.load(b.gep(state, [const_i64(offset)], source_etype=I8), typ=typ, align=align)
@@ -71,10 +69,8 @@ def add_dispatch_guard(module: ir.Module, info: KernelInfo, target: Target) -> N
         wg_offset = workgroup_state_layout(target.pointer_bits).offsets["workgroup_id"] + 4 * axis
         wg = b.load(b.gep(workgroup, [const_i64(wg_offset)], source_etype=I8), typ=I32, align=4)
         checks.append(b.icmp_signed("<", b.zext(wg, I64), want))
-    lengths = field(layout.offsets["binding_lengths"], PTR, word)
     for i, need in enumerate(info.binding_min_lengths):
-        have = b.load(b.gep(lengths, [const_i64(i)], source_etype=size_type), typ=size_type, align=word)
-        have64 = b.zext(have, I64) if target.pointer_bits < 64 else have
+        have64 = load_binding_length(b, state, i, target.pointer_bits)
         need_v = dim(need)
         if not isinstance(need, int):
             checks.append(b.icmp_signed(">=", need_v, const_i64(0)))

@@ -7,24 +7,12 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from iree_py.codegen.kernel_abi import dispatch_state_layout
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (I8, I64, KernelBuilder, begin_kernel, const_i32, const_i64, element_ptr,
                                          entry_alloca, for_range, static_shape, strides_of)
 from iree_py.ir.types import DType
 
 STRINGS_MALFORMED = 2  # the kernel's return code for offsets that do not fit their buffer
-
-
-def _binding_length(kb: KernelBuilder, index: int) -> ir.Value:
-    """The byte length of binding `index` (dispatch_state.binding_lengths[index]) as an i64."""
-    b, bits = kb.builder, kb.target.pointer_bits
-    offset = dispatch_state_layout(bits).offsets["binding_lengths"]
-    table = b.load(b.gep(kb.dispatch_state, [const_i64(offset)], source_etype=I8), typ=ir.PointerType(),
-                   align=bits // 8)
-    size_t = ir.IntType(bits)
-    length = b.load(b.gep(table, [const_i64(index)], source_etype=size_t), typ=size_t, align=bits // 8)
-    return b.zext(length, I64) if bits < 64 else length
 
 
 def _offset(b: ir.IRBuilder, base: ir.Value, index: ir.Value) -> ir.Value:
@@ -75,7 +63,7 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
     bases = (kb.binding(0), kb.binding(1))
     out = kb.binding(2)
     for i, (base, count) in enumerate(zip(bases, counts)):
-        _check_offsets(kb, base, count, _binding_length(kb, i), f"in{i}")
+        _check_offsets(kb, base, count, kb.binding_length(i), f"in{i}")
     equal = entry_alloca(b, I8, "equal")
     with for_range(b, 0, out_t.num_elements, name="o") as o:
         index = [const_i64(0), const_i64(0)]

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from iree_py.ir.opdef import OpDef
+from iree_py.ir.strings import utf8_bytes
 from iree_py.ir.ops_logic import broadcast_shape
 from iree_py.ir.types import DType, TensorType
 
@@ -20,13 +21,9 @@ def _string_equal(inputs: list[TensorType], attrs: dict[str, Any]) -> list[Tenso
     return [TensorType(DType.bool, broadcast_shape(a, b))]
 
 
-def _utf8(x: object) -> bytes:
-    return x if isinstance(x, bytes) else str(x).encode("utf-8")
-
-
 def string_equal(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
     """Element-wise byte equality with numpy broadcasting (str and bytes elements compare by UTF-8)."""
-    a, b = (np.vectorize(_utf8, otypes=[object])(np.asarray(x, dtype=object)) for x in ins)
+    a, b = (np.vectorize(utf8_bytes, otypes=[object])(np.asarray(x, dtype=object)) for x in ins)
     a, b = np.broadcast_arrays(a, b)
     return np.array([x == y for x, y in zip(a.reshape(-1), b.reshape(-1))], dtype=bool).reshape(a.shape)
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 
-def _utf8(x: object) -> bytes:
+def utf8_bytes(x: object) -> bytes:
+    """A string element as its UTF-8 bytes: str is encoded, bytes kept; anything else is a TypeError."""
     if isinstance(x, bytes):
         return x
     if isinstance(x, str):
@@ -17,7 +18,7 @@ def _utf8(x: object) -> bytes:
 
 def pack_strings(array: np.ndarray) -> np.ndarray:
     """The packed buffer (uint8) of a str/bytes/object array, elements in row-major order."""
-    data = [_utf8(x) for x in np.asarray(array, dtype=object).reshape(-1)]
+    data = [utf8_bytes(x) for x in np.asarray(array, dtype=object).reshape(-1)]
     offsets = np.zeros(len(data) + 1, dtype="<i8")
     np.cumsum([len(d) for d in data], out=offsets[1:])
     return np.frombuffer(offsets.tobytes() + b"".join(data), dtype=np.uint8).copy()

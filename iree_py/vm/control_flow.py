@@ -30,7 +30,7 @@ from iree_py.ir.symbols import Expr
 from iree_py.ir.types import TensorType, is_sequence
 from iree_py.vm.lowering import Lowerer
 from iree_py.vm.memory_plan import MemoryPlanResult
-from iree_py.vm.sequences import move_into, produced_in
+from iree_py.vm.sequences import copy_block, move_into, produced_in
 
 # `check` code when a Loop with scan outputs stops before its planned trip count.
 LOOP_ENDED_EARLY = 0x10F1
@@ -331,9 +331,7 @@ def _replace_carried_sequences(lowerer: Lowerer, body: Graph, body_plan: MemoryP
             moved.add(id(v))
             fresh.append((k, src))
         else:
-            register = lowerer.new_ref()
-            move_into(lowerer, register, src, owned=False)
-            fresh.append((k, register))
+            fresh.append((k, copy_block(lowerer, src)))
     for k, register in fresh:
         lowerer.code.emit("buffer_free", state[k])
         move_into(lowerer, state[k], register, owned=True)

@@ -30,7 +30,7 @@ from iree_py.ir.ops_sequence import SEQUENCE_OPS
 from iree_py.ir.types import DType, is_sequence
 from iree_py.vm.encoder import BytecodeBuilder
 from iree_py.vm.memory_plan import Bounds, MemoryPlanResult, Storage
-from iree_py.vm.sequences import SequenceLiveness, emit_sequence_op, move_into, produced_in, validate_input
+from iree_py.vm.sequences import SeqCode, SequenceLiveness, copy_block, emit_sequence_op, produced_in, validate_input
 from iree_py.vm.state import StateEmitter, StateLayout
 
 MESSAGE_CODE_BASE = 0x10000  # a check/fail code MESSAGE_CODE_BASE + i reports Module.messages[i]
@@ -309,7 +309,7 @@ def lower_graph(graph: Graph, dispatches: list[Dispatch], entry_of: list[int], k
         code.emit("buffer_arena", dst, output_copies[id(v)], v.type.num_bytes)
         code.emit("buffer_copy", dst, lowerer.ref_of(v, plan))
         results.append(dst)
-    out_dims = [lowerer.dim_reg(d) if d is not None else _length(lowerer, results[graph.outputs.index(v)])
+    out_dims = [lowerer.dim_reg(d) if d is not None else SeqCode(lowerer).length(results[graph.outputs.index(v)])
                 for v, _, d in dynamic_dims(graph.outputs)]
     if out_dims:
         code.emit("ret_i64", out_dims, results)
@@ -319,20 +319,10 @@ def lower_graph(graph: Graph, dispatches: list[Dispatch], entry_of: list[int], k
                        len(inputs_dynamic), len(out_dims))
 
 
-def _length(lowerer: Lowerer, register: int) -> int:
-    r = lowerer.new_int()
-    lowerer.code.emit("buffer_length", r, register)
-    return r
-
-
 def _sequence_output(lowerer: Lowerer, graph: Graph, v: Value, plan: MemoryPlanResult, earlier: list[int]) -> int:
     """A sequence output: its own block when the graph computed it (returned once), else a copy."""
     register = lowerer.ref_of(v, plan)
-    if produced_in(graph, v) and register not in earlier:
-        return register
-    copy = lowerer.new_ref()
-    move_into(lowerer, copy, register, owned=False)
-    return copy
+    return register if produced_in(graph, v) and register not in earlier else copy_block(lowerer, register)
 
 
 def _dynamic_output_copy(lowerer: Lowerer, v: Value, plan: MemoryPlanResult) -> int:

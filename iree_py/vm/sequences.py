@@ -155,14 +155,17 @@ class SeqCode:
                    f"position is outside the sequence (0..{'n' if upper_inclusive else 'n-1'}, or -n.. from the end)")
         return p
 
-    def write_record(self, dst: int, index: int, offset: int, nbytes: int, t: TensorType) -> None:
+    def write_record(self, dst: int, index: int, offset: int, nbytes: int, dims: list[int]) -> None:
+        """Record `index` of `dst`: data offset, byte count, rank and the dims (registers), unused dims 0."""
         rec = self.record(index)
         self.store(dst, self.add(rec, self.const(RECORD_OFFSET)), offset)
         self.store(dst, self.add(rec, self.const(RECORD_BYTES)), nbytes)
-        self.store(dst, self.add(rec, self.const(RECORD_RANK)), self.const(t.rank))
+        self.store(dst, self.add(rec, self.const(RECORD_RANK)), self.const(len(dims)))
         for a in range(SEQ_MAX_RANK):
-            d = self.lw.dim_reg(t.shape[a]) if a < t.rank else self.const(0)
-            self.store(dst, self.add(rec, self.const(RECORD_DIMS + 8 * a)), d)
+            self.store(dst, self.add(rec, self.const(RECORD_DIMS + 8 * a)), dims[a] if a < len(dims) else self.const(0))
+
+    def dims_of(self, t: TensorType) -> list[int]:
+        return [self.lw.dim_reg(d) for d in t.shape]
 
     def renumber(self, dst: int, count: int) -> None:
         """Rewrite every record's data offset: packed in order from the end of the records."""
@@ -184,10 +187,10 @@ def _define(sc: SeqCode, v: Value, register: int) -> None:
     sc.lw.seq_refs[id(v)] = register
 
 
-def copy_sequence(sc: SeqCode, src: int) -> int:
-    """A new pool block with the bytes of sequence buffer `src`."""
-    dst = sc.alloc(sc.length(src))
-    sc.code.emit("buffer_copy", dst, src)
+def copy_block(lowerer: "Lowerer", src: int) -> int:
+    """A new pool block (its ref register) with the bytes of sequence buffer `src`."""
+    dst = lowerer.new_ref()
+    move_into(lowerer, dst, src, owned=False)
     return dst
 
 
@@ -201,7 +204,7 @@ def _construct(sc: SeqCode, tensors: list[Value], count_value: int) -> int:
     sc.store(dst, sc.const(0), sc.const(count_value))
     cursor = sc.const(SEQ_HEADER_BYTES + n * SEQ_RECORD_BYTES)
     for k, (t, size) in enumerate(zip(tensors, sizes)):
-        sc.write_record(dst, sc.const(k), cursor, size, t.type)
+        sc.write_record(dst, sc.const(k), cursor, size, sc.dims_of(t.type))
         sc.code.emit("buffer_copy", sc.view(dst, cursor, size), _ref(sc, t))
         cursor = sc.add(cursor, size)
     return dst
@@ -230,7 +233,7 @@ def _insert(sc: SeqCode, node: Node) -> int:
     head_records = sc.sub(rec_p, sc.const(SEQ_HEADER_BYTES))
     sc.copy(dst, sc.const(SEQ_HEADER_BYTES), s, sc.const(SEQ_HEADER_BYTES), head_records)
     sc.copy(dst, sc.add(rec_p, sc.const(SEQ_RECORD_BYTES)), s, rec_p, sc.sub(old_end, rec_p))
-    sc.write_record(dst, p, sc.const(0), nb, t.type)
+    sc.write_record(dst, p, sc.const(0), nb, sc.dims_of(t.type))
     head_data = sc.sub(split, old_end)
     sc.copy(dst, new_end, s, old_end, head_data)
     at = sc.add(new_end, head_data)
@@ -330,13 +333,8 @@ def _split(sc: SeqCode, node: Node) -> int:
         else:
             n = sc.binary("min_i64", size, sc.sub(sc.const(length), start))
         row = sc.mul(n, sc.const(inner * isz))
-        rec = sc.record(k)
-        sc.store(dst, sc.add(rec, sc.const(RECORD_OFFSET)), cursor)
-        sc.store(dst, sc.add(rec, sc.const(RECORD_BYTES)), sc.mul(row, sc.const(outer)))
-        sc.store(dst, sc.add(rec, sc.const(RECORD_RANK)), sc.const(len(dims)))
-        for a in range(SEQ_MAX_RANK):
-            d = sc.const(0) if a >= len(dims) else n if (a == axis and not squeeze) else sc.const(dims[a])
-            sc.store(dst, sc.add(rec, sc.const(RECORD_DIMS + 8 * a)), d)
+        chunk_dims = [n if (a == axis and not squeeze) else sc.const(d) for a, d in enumerate(dims)]
+        sc.write_record(dst, k, cursor, sc.mul(row, sc.const(outer)), chunk_dims)
         first = sc.mul(start, sc.const(inner * isz))
 
         def copy_row(r: int) -> None:
@@ -361,7 +359,7 @@ def emit_sequence_op(lowerer: "Lowerer", node: Node, plan: MemoryPlanResult) -> 
         _define(sc, out, _construct(sc, node.inputs, len(node.inputs)))
     elif op == "OptionalWrap":
         v = node.inputs[0]
-        _define(sc, out, copy_sequence(sc, _ref(sc, v)) if is_sequence(v.type) else _construct(sc, [v], 1))
+        _define(sc, out, copy_block(sc.lw, _ref(sc, v)) if is_sequence(v.type) else _construct(sc, [v], 1))
     elif op == "SequenceInsert":
         _define(sc, out, _insert(sc, node))
     elif op == "SplitToSequence":
@@ -382,14 +380,14 @@ def emit_sequence_op(lowerer: "Lowerer", node: Node, plan: MemoryPlanResult) -> 
         s = _ref(sc, node.inputs[0])
         _check_present(sc, s)
         if is_sequence(out.type):
-            _define(sc, out, copy_sequence(sc, s))
+            _define(sc, out, copy_block(sc.lw, s))
         else:
             _read_element(sc, node, s, sc.const(0), out)
     elif op == "SequenceAs":
         s = _ref(sc, node.inputs[0])
         if node.inputs[0].type.optional and not out.type.optional:
             _check_present(sc, s)
-        _define(sc, out, copy_sequence(sc, s))
+        _define(sc, out, copy_block(sc.lw, s))
     else:
         raise CompileError(f"node '{node.name}': sequence op {op} has no lowering")
 

@@ -12,15 +12,20 @@ from iree_py.errors import CompileError
 from iree_py.ir.graph import Value
 from iree_py.ir.ops_sequence import rank_attr
 from iree_py.ir.symbols import Expr
-from iree_py.ir.types import DType, SequenceType, TensorType, is_sequence
+from iree_py.ir.types import DType, SequenceType, is_sequence
 
 if TYPE_CHECKING:
     from iree_py.frontends.onnx import OnnxContext
 
 
+def _tensor_element(tt: onnx.TypeProto.Tensor, what: str) -> tuple[DType, int | None]:
+    """A tensor TypeProto's element dtype and rank (None when it has no shape)."""
+    from iree_py.frontends.onnx import _dtype
+    return _dtype(tt.elem_type, what), (len(tt.shape.dim) if tt.HasField("shape") else None)
+
+
 def value_type(tp: onnx.TypeProto, what: str) -> SequenceType | None:
     """The SequenceType of a sequence or optional TypeProto; None for a tensor."""
-    from iree_py.frontends.onnx import _dtype
     which = tp.WhichOneof("value")
     if which == "tensor_type":
         return None
@@ -28,16 +33,12 @@ def value_type(tp: onnx.TypeProto, what: str) -> SequenceType | None:
         elem = tp.sequence_type.elem_type
         if elem.WhichOneof("value") != "tensor_type":
             raise CompileError(f"{what}: a sequence of {elem.WhichOneof('value')} is not supported (tensors only)")
-        tt = elem.tensor_type
-        rank = len(tt.shape.dim) if tt.HasField("shape") else None
-        return SequenceType(_dtype(tt.elem_type, what), rank)
+        return SequenceType(*_tensor_element(elem.tensor_type, what))
     if which == "optional_type":
         elem = tp.optional_type.elem_type
         inner = value_type(elem, what)
         if inner is None:
-            tt = elem.tensor_type
-            rank = len(tt.shape.dim) if tt.HasField("shape") else None
-            return SequenceType(_dtype(tt.elem_type, what), rank, "optional_tensor")
+            return SequenceType(*_tensor_element(elem.tensor_type, what), "optional_tensor")
         if inner.optional:
             raise CompileError(f"{what}: an optional of an optional is not supported")
         return SequenceType(inner.dtype, inner.rank, "optional_sequence")
@@ -126,20 +127,12 @@ def optional(ctx: "OnnxContext") -> list[Value]:
         if is_sequence(v.type) and v.type.optional:
             raise ctx.error("an optional of an optional is not supported")
         return _emit(ctx, "OptionalWrap", [v])
-    tp = ctx.node.attribute
-    type_proto = next((a.tp for a in tp if a.name == "type"), None)
+    type_proto = next((a.tp for a in ctx.node.attribute if a.name == "type"), None)
     if type_proto is None:
         raise ctx.error("Optional with no input needs its type attribute")
-    inner = value_type(type_proto, ctx.where())
-    if inner is None:
-        tt = type_proto.tensor_type
-        from iree_py.frontends.onnx import _dtype
-        rank = len(tt.shape.dim) if tt.HasField("shape") else None
-        inner = SequenceType(_dtype(tt.elem_type, ctx.where()), rank, "optional_tensor")
-    elif inner.kind == "sequence":
-        inner = SequenceType(inner.dtype, inner.rank, "optional_sequence")
-    else:
-        raise ctx.error("an optional of an optional is not supported")
+    wrapped = onnx.TypeProto()  # the attribute is the element's type: the value is an optional of it
+    wrapped.optional_type.elem_type.CopyFrom(type_proto)
+    inner = value_type(wrapped, ctx.where())
     return _emit(ctx, "OptionalNone", [], {"dtype": inner.dtype.value, "kind": inner.kind, "rank": rank_attr(inner.rank)})
 
 

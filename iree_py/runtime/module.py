@@ -45,9 +45,6 @@ class LoadedFunction:
         """Always a list, whatever the number of outputs. A sequence input takes a list of arrays,
         an optional one also None; such outputs come back as lists / None (docs/sequences.md)."""
         fn = self.signature
-        if len(args) == len(fn.inputs):
-            args = tuple(sequence_layout.pack(sig, a, f"{fn.name}: input '{sig.name}'") if sequence_layout.is_packed(sig)
-                         else a for a, sig in zip(args, fn.inputs))
         outputs = self._loaded.device.call(fn, check_inputs(fn, args))
         return [sequence_layout.unpack(sig, o, f"{fn.name}: output '{sig.name}'") if sequence_layout.is_packed(sig)
                 else o for o, sig in zip(outputs, fn.outputs)]

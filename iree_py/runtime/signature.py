@@ -5,6 +5,7 @@ import numpy as np
 
 from iree_py.errors import IreePyError
 from iree_py.ir.types import DType
+from iree_py.module import sequence_layout
 from iree_py.module.model import DYNAMIC_DIM, Function, TensorSig
 from iree_py.runtime.strings import PackedStrings, is_string_array
 
@@ -35,11 +36,16 @@ def shape_mismatch(sig: TensorSig, shape: tuple[int, ...]) -> str:
 
 
 def check_inputs(fn: Function, args: tuple) -> list[np.ndarray | PackedStrings]:
+    """The buffers a call passes the runtime: arrays checked against the signature, string tensors
+    and sequences packed."""
     if len(args) != len(fn.inputs):
         expected = ", ".join(describe(s) for s in fn.inputs)
         raise IreePyError(f"{fn.name}: expected {len(fn.inputs)} inputs ({expected}), got {len(args)}")
     arrays = []
     for i, (arg, sig) in enumerate(zip(args, fn.inputs)):
+        if sequence_layout.is_packed(sig):  # a list of arrays, or None: packed (docs/sequences.md)
+            arrays.append(sequence_layout.pack(sig, arg, f"{fn.name}: input '{sig.name}'"))
+            continue
         a = np.asarray(arg)
         if sig.dtype == DType.string:
             arrays.append(_string_input(fn, i, sig, a))

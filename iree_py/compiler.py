@@ -88,8 +88,9 @@ def pool_size(graph: Graph, plan: MemoryPlanResult, target: Target, options: Com
     if target.runtime == "bare-metal":
         unbounded = sorted({sym for s in plan.storages if s.pool for sym in s.length.symbols})
         if not unbounded:
-            raise CompileError(f"target {target.name}: the model's sequences live in a run-time pool, and a board "
-                               f"needs its memory known: give --pool-bytes")
+            why = "the model's sequences live" if uses_sequences(graph) else "sizes known only at run time live"
+            raise CompileError(f"target {target.name}: {why} in a run-time pool, and a board needs its memory "
+                               f"known: give --pool-bytes")
         raise CompileError(f"target {target.name}: sizes depending on {', '.join(unbounded)} have no bound, and a "
                            f"board needs its memory known: bound them (--dim NAME=LO..HI) or give --pool-bytes")
     return DEFAULT_POOL_BYTES

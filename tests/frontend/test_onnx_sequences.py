@@ -85,3 +85,13 @@ def test_loop_carried_sequence_widens_to_mixed_rank() -> None:
     loop = next(n for n in g.nodes if n.op == "Loop")
     assert loop.outputs[0].type == SequenceType(DType.f32, None)
     assert g.nodes[0].op == "SequenceAs"  # the rank-0 input retyped before the loop
+
+
+def test_board_target_asks_for_a_pool_for_sequences() -> None:
+    data = _model([h.make_node("SequenceConstruct", ["a", "b"], ["s"])],
+                  [h.make_tensor_value_info("a", T.FLOAT, [2]), h.make_tensor_value_info("b", T.FLOAT, [3])],
+                  [h.make_value_info("s", _seq_type())])
+    with pytest.raises(CompileError, match=r"target cortex-m4: the model's sequences live in a run-time pool, and a "
+                                           r"board needs its memory known: give --pool-bytes"):
+        iree_py.compile(data, target="cortex-m4")
+    assert iree_py.compile(data, target="cortex-m4", pool_bytes=4096)  # with a pool it compiles

@@ -39,6 +39,29 @@ def _check_offsets(kb: KernelBuilder, base: ir.Value, count: int, length: ir.Val
     b.position_at_end(last_ok)
 
 
+def _bytes_equal(kb: KernelBuilder, starts: list[ir.Value], count: ir.Value, cursor: ir.Value) -> ir.Value:
+    """Whether the `count` bytes at starts[0] and starts[1] are equal (an i1); stops at the first
+    byte that differs. `cursor` is an i64 slot for the byte index."""
+    b, f = kb.builder, kb.function
+    head, body, differ, done = (f.append_basic_block(f"bytes.{n}") for n in ("head", "body", "differ", "done"))
+    b.store(const_i64(0), cursor)
+    b.branch(head)
+    b.position_at_end(head)
+    j = b.load(cursor, typ=I64)
+    b.cbranch(b.icmp_signed("<", j, count), body, done)
+    b.position_at_end(body)
+    x, y = (b.load(b.gep(p, [j], source_etype=I8), typ=I8, align=1) for p in starts)
+    b.store(b.add(j, const_i64(1)), cursor)
+    b.cbranch(b.icmp_unsigned("==", x, y), head, differ)
+    b.position_at_end(differ)
+    b.branch(done)
+    b.position_at_end(done)
+    same = b.phi(ir.IntType(1), name="bytes.same")
+    same.add_incoming(ir.Constant(ir.IntType(1), 1), head)
+    same.add_incoming(ir.Constant(ir.IntType(1), 0), differ)
+    return same
+
+
 def _broadcast_strides(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> tuple[int, ...]:
     """Element strides of an operand over the output's axes (0 where it broadcasts)."""
     padded = (1,) * (len(out_shape) - len(shape)) + shape
@@ -64,7 +87,7 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
     out = kb.binding(2)
     for i, (base, count) in enumerate(zip(bases, counts)):
         _check_offsets(kb, base, count, kb.binding_length(i), f"in{i}")
-    equal = entry_alloca(b, I8, "equal")
+    cursor = entry_alloca(b, I64, "byte")
     with for_range(b, 0, out_t.num_elements, name="o") as o:
         index = [const_i64(0), const_i64(0)]
         rest = o
@@ -80,11 +103,9 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
             starts.append(b.add(lo, const_i64((counts[s] + 1) * 8)))
             lengths.append(b.sub(hi, lo))
         same_length = b.icmp_signed("==", lengths[0], lengths[1])
-        b.store(b.zext(same_length, I8), equal)
-        with for_range(b, 0, b.select(same_length, lengths[0], const_i64(0)), name="byte") as j:
-            x = b.load(element_ptr(b, bases[0], b.add(starts[0], j), I8), typ=I8, align=1)
-            y = b.load(element_ptr(b, bases[1], b.add(starts[1], j), I8), typ=I8, align=1)
-            b.store(b.and_(b.load(equal, typ=I8), b.zext(b.icmp_unsigned("==", x, y), I8)), equal)
-        b.store(b.load(equal, typ=I8), element_ptr(b, out, o, I8), align=1)
+        count = b.select(same_length, lengths[0], const_i64(0))
+        same_bytes = _bytes_equal(kb, [element_ptr(b, base, start, I8) for base, start in zip(bases, starts)], count,
+                                  cursor)
+        b.store(b.zext(b.and_(same_length, same_bytes), I8), element_ptr(b, out, o, I8), align=1)
     kb.finish()
     return KernelInfo(spec.name, (1, 1, 1), (), ((counts[0] + 1) * 8, (counts[1] + 1) * 8, out_t.num_bytes))

@@ -100,9 +100,17 @@ def _keep_aspect_ratio(ctx: "OnnxContext", shape: tuple[int, ...], sizes: list[i
     return sizes, scales
 
 
-def _resize_geometry(ctx: "OnnxContext", x: Value, upsample: bool,
-                     uses_roi: bool) -> tuple[list[int], list[float], list[float]]:
-    """(output sizes, float32 scales, roi [starts..., ends...]) for every axis."""
+Geometry = tuple[list[int], list[float], list[float], list["float | None"]]
+
+
+def _spec_lengths(scales: list[float], shape: list[int]) -> list["float | None"]:
+    """The spec's length_resized per axis when scales are given: scale * length (resize_math.py)."""
+    return [float(F32(s) * F32(d)) for s, d in zip(scales, shape)]
+
+
+def _resize_geometry(ctx: "OnnxContext", x: Value, upsample: bool, uses_roi: bool) -> Geometry:
+    """(output sizes, float32 scales, roi [starts..., ends...], the spec's length_resized or None
+    where sizes were given) for every axis."""
     shape = _shape(x)
     rank = len(shape)
     if upsample or ctx.opset == 10:
@@ -113,7 +121,8 @@ def _resize_geometry(ctx: "OnnxContext", x: Value, upsample: bool,
         if scales_given.size != rank:
             raise ctx.error(f"scales {scales_given.tolist()} need one value per axis of {x.type}")
         scales = [float(s) for s in scales_given]
-        return [int(F32(s) * F32(d)) for s, d in zip(scales, shape)], scales, [0.0] * rank + [1.0] * rank
+        return ([int(F32(s) * F32(d)) for s, d in zip(scales, shape)], scales, [0.0] * rank + [1.0] * rank,
+                _spec_lengths(scales, shape))
     axes = _axes(ctx, rank)
     roi_given = _optional_const(ctx, 1, "roi") if uses_roi else None  # only tf_crop_and_resize reads it
     scales_given = _optional_const(ctx, 2, "scales")
@@ -131,25 +140,24 @@ def _resize_geometry(ctx: "OnnxContext", x: Value, upsample: bool,
         scales = [float(s) for s in _scatter(ctx, scales_given.astype(F32), axes, [F32(1)] * rank, "scales")]
         if any(s <= 0 for s in scales):
             raise ctx.error(f"scales {scales} must be positive")
-        return [int(F32(s) * F32(d)) for s, d in zip(scales, shape)], scales, roi
+        return [int(F32(s) * F32(d)) for s, d in zip(scales, shape)], scales, roi, _spec_lengths(scales, shape)
     sizes = [int(v) for v in _scatter(ctx, sizes_given.astype(np.int64), axes, list(shape), "sizes")]
     scales = [float(F32(o) / F32(d)) if d else 1.0 for o, d in zip(sizes, shape)]
     sizes, scales = _keep_aspect_ratio(ctx, shape, sizes, axes, scales)
-    return sizes, scales, roi
+    return sizes, scales, roi, [None] * rank
 
 
 def _resize_like(upsample: bool):
     def convert(ctx: "OnnxContext") -> list[Value]:
         x = ctx.input(0)
         method = _method(ctx, upsample)
-        sizes, scales, roi = _resize_geometry(ctx, x, upsample, method.coordinate_mode == "tf_crop_and_resize")
+        sizes, scales, roi, lengths = _resize_geometry(ctx, x, upsample, method.coordinate_mode == "tf_crop_and_resize")
         shape = _shape(x)
         rank = len(shape)
         if any(d == 0 for d in shape) or any(s <= 0 for s in sizes):
             raise ctx.error(f"empty input {x.type} or output {sizes} is not supported")
-        from_scales = upsample or ctx.opset == 10 or _optional_const(ctx, 2, "scales") is not None
-        axes = [AxisResize(d, o, s, roi[i], roi[rank + i], float(F32(s) * F32(d)) if from_scales else None)
-                for i, (d, o, s) in enumerate(zip(shape, sizes, scales))]
+        axes = [AxisResize(d, o, s, roi[i], roi[rank + i], length)
+                for i, (d, o, s, length) in enumerate(zip(shape, sizes, scales, lengths))]
         taps, indices, weights = resize_tables(axes, method)
         if not any(taps):
             return [x]

@@ -118,6 +118,7 @@ def test_edit_ops_match_onnxruntime(lengths: list[int], position: int) -> None:
     p = np.array(position, np.int64)
     got = module.main.call(s, p, t)
     want = _ort(data, {"s": s, "p": p, "t": t})
+    assert len(got) == len(want)
     for g, w in zip(got, want):
         _same(g, w)
 

@@ -13,7 +13,7 @@ from iree_py.errors import CompileError
 from iree_py.fit import check_fit, footprint
 from iree_py.frontends.onnx import import_onnx
 from iree_py.frontends.tflite import import_tflite, is_tflite
-from iree_py.ir.graph import Graph
+from iree_py.ir.graph import Graph, Value
 from iree_py.ir.ops_control_flow import bodies
 from iree_py.ir.ops_sequence import SEQUENCE_OPS
 from iree_py.ir.types import DType, is_sequence
@@ -162,7 +162,7 @@ def reserve_output_copies(graph: Graph, plan: MemoryPlanResult) -> tuple[int, di
     return arena, copies
 
 
-def _constant_bytes(v) -> bytes:
+def _constant_bytes(v: Value) -> bytes:
     """A constant's bytes in the module: raw little-endian elements, or packed strings."""
     if v.type.dtype == DType.string:
         return pack_strings(v.const).tobytes()

@@ -59,7 +59,7 @@ def _position(inputs: list, i: int) -> None:
         raise ValueError(f"the position must be {POSITION}, got {inputs[i]}")
 
 
-def _element_dims(attrs: dict[str, Any], rank: int | None, what: str) -> TensorType | tuple:
+def _element_dims(attrs: dict[str, Any], rank: int | None, what: str) -> tuple:
     if rank is None:
         raise ValueError(f"{what}: the sequence's elements differ in rank (or it is unknown), so an element "
                          f"cannot be read as a tensor")

@@ -15,8 +15,11 @@ class PackedStrings:
 
     def __init__(self, array: np.ndarray) -> None:
         self.shape: tuple[int, ...] = tuple(array.shape)
-        self.ndim: int = array.ndim
         self.buffer: np.ndarray = pack_strings(array)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
 
     @property
     def nbytes(self) -> int:

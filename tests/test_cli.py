@@ -76,3 +76,22 @@ def test_benchmark_profile_names_each_kernel(tmp_path):
     assert rows["k0_conv"][1] == "1" and rows["k0_conv"][4:] == ["conv1,", "relu1"]
     assert rows["k3_conv"][4:] == ["depthwise,", "relu6,", "residual"]
     assert rows["all"][2] == "7"
+
+
+def test_run_prints_a_sequence_output_and_refuses_to_save_it(tmp_path):
+    from onnx import TensorProto, helper, save
+    seq = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+    g = helper.make_graph([helper.make_node("SplitToSequence", ["x"], ["s"], axis=0, keepdims=0)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2])], [helper.make_value_info("s", seq)])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "split.onnx")
+    module = tmp_path / "split.vmfb"
+    assert iree_py("compile", str(tmp_path / "split.onnx"), "-o", str(module)).returncode == 0
+    x = tmp_path / "x.npy"
+    np.save(x, np.arange(6, dtype=np.float32).reshape(3, 2))
+    r = iree_py("run", str(module), f"--input=@{x}")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[:3] == ["s: sequence of 3", "[0] 2xfloat32", "[0. 1.]"]
+    assert "[2] 2xfloat32\n[4. 5.]" in r.stdout
+    r = iree_py("run", str(module), f"--input=@{x}", f"--output=@{tmp_path / 'y.npy'}")
+    assert r.returncode == 1 and "output 's' is a sequence; --output writes one tensor per .npy file" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "y.npy").exists()

@@ -65,14 +65,32 @@ def _cmd_run(args: argparse.Namespace) -> int:
                           f"got {len(args.output)} --output flags")
     for i, (name, value) in enumerate(zip(fn.output_names, outputs)):
         if args.output:
+            if value is None or isinstance(value, list):
+                raise IreePyError(f"output '{name}' is a {'sequence' if value is not None else 'absent optional'}; "
+                                  f"--output writes one tensor per .npy file: run without --output to print it, or "
+                                  f"use the Python API, which returns a list")
             np.save(args.output[i].removeprefix("@"), value)
         else:
-            with np.printoptions(threshold=20, edgeitems=3, precision=6):
-                print(f"{name}: {'x'.join(map(str, value.shape))}x{value.dtype}\n{value}")
+            _print_output(name, value)
     sys.stdout.write(profile_text)
     if args.stats:
         print(f"peak memory: {module.peak_bytes} bytes")
     return 0
+
+
+def _print_output(name: str, value: "np.ndarray | list[np.ndarray] | None") -> None:
+    """An output on stdout: a tensor's shape, dtype and values; a sequence element by element."""
+    def text(a: np.ndarray) -> str:
+        with np.printoptions(threshold=20, edgeitems=3, precision=6):
+            return f"{'x'.join(map(str, a.shape))}x{a.dtype}\n{a}"
+    if value is None:
+        print(f"{name}: absent optional")
+    elif isinstance(value, list):
+        print(f"{name}: sequence of {len(value)}")
+        for j, element in enumerate(value):
+            print(f"[{j}] {text(element)}")
+    else:
+        print(f"{name}: {text(value)}")
 
 
 def _cmd_benchmark(args: argparse.Namespace) -> int:

@@ -14,6 +14,8 @@ def _dim(s: TensorSig, axis: int) -> str:
 
 
 def _sig(s: TensorSig) -> str:
+    if s.packed_type_text:
+        return f"%{s.name}: {s.packed_type_text}"
     dims = "x".join(_dim(s, axis) for axis in range(len(s.shape)))
     text = f"%{s.name}: {dims}x{s.dtype.value}" if s.shape else f"%{s.name}: {s.dtype.value}"
     if not s.scale:

@@ -33,6 +33,15 @@ class TensorSig:
         return DYNAMIC_DIM in self.shape
 
     @property
+    def packed_type_text(self) -> str:
+        """A sequence / optional as its user sees it ("sequence<f32, rank 1>", as the IR prints it),
+        not as the u8 buffer that carries it; "" for a tensor."""
+        if self.kind == "tensor" or self.element_dtype is None:
+            return ""
+        rank = "?" if self.element_rank < 0 else str(self.element_rank)
+        return f"{self.kind}<{self.element_dtype.value}, rank {rank}>"
+
+    @property
     def dynamic_axes(self) -> list[int]:
         return [axis for axis, d in enumerate(self.shape) if d == DYNAMIC_DIM]
 

@@ -11,7 +11,7 @@ from iree_py.module.model import Function, Module, TensorSig
 from iree_py.module.reader import read_module
 from iree_py.errors import IreePyError
 from iree_py.runtime.devices import module_image, open_device
-from iree_py.runtime.signature import check_inputs, shape_text
+from iree_py.runtime.signature import check_inputs, type_text
 
 
 class LoadedFunction:
@@ -50,8 +50,8 @@ class LoadedFunction:
                 else o for o, sig in zip(outputs, fn.outputs)]
 
     def __repr__(self) -> str:
-        ins = ", ".join(f"{s.name}: {shape_text(s)} {s.dtype.value}" for s in self.signature.inputs)
-        outs = ", ".join(f"{s.name}: {shape_text(s)} {s.dtype.value}" for s in self.signature.outputs)
+        ins = ", ".join(f"{s.name}: {type_text(s)}" for s in self.signature.inputs)
+        outs = ", ".join(f"{s.name}: {type_text(s)}" for s in self.signature.outputs)
         return f"{self.signature.name}({ins}) -> ({outs})"
 
 

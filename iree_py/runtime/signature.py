@@ -16,8 +16,13 @@ def shape_text(sig: TensorSig) -> str:
     return f"[{', '.join(dims)}]"
 
 
+def type_text(sig: TensorSig) -> str:
+    """[batch, 3] f32, or a sequence's own type (not the u8 buffer that carries it)."""
+    return sig.packed_type_text or f"{shape_text(sig)} {sig.dtype.value}"
+
+
 def describe(sig: TensorSig) -> str:
-    return f"'{sig.name}' {shape_text(sig)} {sig.dtype.value}"
+    return f"'{sig.name}' {type_text(sig)}"
 
 
 def shape_matches(sig: TensorSig, shape: tuple[int, ...]) -> bool:

@@ -10,6 +10,7 @@ import iree_py
 from iree_py.errors import CompileError
 from iree_py.frontends.onnx import import_onnx
 from iree_py.ir.types import DType, SequenceType
+from iree_py.module.dump import dump_module
 from iree_py.module.reader import read_module
 
 
@@ -38,11 +39,16 @@ def test_signature_marks_sequences_and_optionals() -> None:
     opt = h.make_optional_type_proto(_seq_type(T.INT64, ["n"]))
     data = _model([h.make_node("OptionalGetElement", ["o"], ["s"])], [h.make_value_info("o", opt)],
                   [h.make_value_info("s", _seq_type(T.INT64, ["n"]))], opset=18)
-    fn = read_module(iree_py.compile(data), payloads=False).functions[0]
+    module_bytes = iree_py.compile(data)
+    fn = read_module(module_bytes, payloads=False).functions[0]
     (sig_in,), (sig_out,) = fn.inputs, fn.outputs
     assert (sig_in.kind, sig_in.element_dtype, sig_in.element_rank, sig_in.shape) == ("optional_sequence", DType.i64, 1, (-1,))
     assert (sig_out.kind, sig_out.element_dtype, sig_out.element_rank) == ("sequence", DType.i64, 1)
     assert fn.i64_input_count == 1 and fn.i64_output_count == 1  # each buffer's length
+    # dump and the Python API show the user's types, not the u8 buffers that carry them
+    assert "func exported @main(%o: optional_sequence<i64, rank 1>) -> (%s: sequence<i64, rank 1>)" in \
+        dump_module(read_module(module_bytes, payloads=False))
+    assert repr(iree_py.load(module_bytes).main) == "main(o: optional_sequence<i64, rank 1>) -> (s: sequence<i64, rank 1>)"
 
 
 def test_mixed_dtypes_are_refused_naming_the_node() -> None:

@@ -40,9 +40,9 @@ def run_case(case: ConformanceCase, target: str = "host") -> CaseResult:
     def result(status: str, detail: str = "") -> CaseResult:
         return CaseResult(case.name, case.op, status, detail)
 
-    non_tensor = _first_non_tensor(case)
-    if non_tensor:
-        return result(UNSUPPORTED, non_tensor)
+    unsupported = _unsupported_value(case)
+    if unsupported:
+        return result(UNSUPPORTED, unsupported)
     try:
         import iree_py
         module_bytes = iree_py.compile(case.model, target=target, dims=symbolic_dims(case) or None)
@@ -84,7 +84,9 @@ def symbolic_dims(case: ConformanceCase) -> dict[str, int]:
     return dims
 
 
-def _first_non_tensor(case: ConformanceCase) -> str:
+def _unsupported_value(case: ConformanceCase) -> str:
+    """Why a case's inputs or outputs cannot go through iree-py (a sequence of strings, a string
+    output), or "" when they can."""
     for what, values in (("input", case.inputs), ("output", case.outputs)):
         for i, v in enumerate(values):
             if v is None:

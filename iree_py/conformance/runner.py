@@ -26,6 +26,7 @@ from iree_py.conformance.compare import compare_outputs
 from iree_py.conformance.status import (COMPILE_ERROR, PASSED, RUNTIME_ERROR, UNSUPPORTED, WRONG_RESULT,
                                         CaseResult, classify_compile_error)
 from iree_py.errors import CompileError, IreePyError
+from iree_py.runtime.strings import is_string_array
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CHUNK = 64
@@ -92,10 +93,10 @@ def _unsupported_value(case: ConformanceCase) -> str:
             if v is None:
                 continue  # an absent optional (docs/sequences.md)
             if isinstance(v, list):
-                if any(np.asarray(e).dtype == object or np.asarray(e).dtype.kind in "US" for e in v):
+                if any(is_string_array(np.asarray(e)) for e in v):
                     return f"{what} {i} is a sequence of strings; iree-py handles numeric tensors only"
                 continue
-            if (v.dtype == object or v.dtype.kind in "US") and what == "output":
+            if what == "output" and is_string_array(v):
                 return f"{what} {i} is a string tensor; iree-py returns numeric and bool tensors only"
     return ""
 

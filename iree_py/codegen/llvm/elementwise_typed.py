@@ -17,7 +17,7 @@ from llvmlite import ir
 
 from iree_py.codegen.llvm.math import emit_binary, emit_unary, fmod
 from iree_py.codegen.llvm.math_f64 import F64_MATH
-from iree_py.codegen.llvm.math_pow_f64 import pow_f64
+from iree_py.codegen.llvm.math_pow_f64 import pow_f64, square_and_multiply
 from iree_py.codegen.llvm.narrow_values import (float_to_narrow_int, load_narrow_int, round_to_narrow,
                                                 store_narrow_int)
 from iree_py.codegen.llvm.typed_values import (bits, const, float_like, int_like, is_float, is_signed,
@@ -247,13 +247,8 @@ def _int_pow(b: ir.IRBuilder, x: ir.Value, y: ir.Value, signed: bool, width: int
     x = 1, +-1 for x = -1 and 0 otherwise (the truncated 1 / x ** -y)."""
     ty = x.type
     zero, one = const(0, ty), const(1, ty)
-    result, base = one, x
     e = b.select(b.icmp_signed("<", y, zero), zero, y) if signed else y
-    for i in range(width):
-        bit = b.icmp_unsigned("!=", b.and_(b.lshr(e, const(i, ty)), one), zero)
-        result = b.select(bit, b.mul(result, base), result)
-        if i + 1 < width:
-            base = b.mul(base, base)
+    result = square_and_multiply(b, x, e, width, one, b.mul)
     if not signed:
         return result
     odd = b.icmp_unsigned("!=", b.and_(y, one), zero)

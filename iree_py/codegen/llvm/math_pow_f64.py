@@ -12,6 +12,8 @@ path's own error. x ** 0 and 1 ** y are 1 (NaN included), as C's pow.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from llvmlite import ir
 
 from iree_py.codegen.llvm.math_f64 import ROUND_MAGIC, exp_f64, log_f64
@@ -29,17 +31,24 @@ def _fabs(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return b.bitcast(b.and_(b.bitcast(x, ity), const((1 << 63) - 1, ity)), x.type)
 
 
+def square_and_multiply(b: ir.IRBuilder, base: ir.Value, exponent: ir.Value, bits: int, one: ir.Value,
+                        multiply: Callable[[ir.Value, ir.Value], ir.Value]) -> ir.Value:
+    """base ** exponent over the low `bits` bits of the integer `exponent`, products by `multiply`
+    (b.fmul for floats, b.mul for integers, which wrap); scalars and vectors alike."""
+    ity = exponent.type
+    one_i, zero_i = const(1, ity), const(0, ity)
+    result = one
+    for i in range(bits):
+        bit = b.icmp_unsigned("!=", b.and_(b.lshr(exponent, const(i, ity)), one_i), zero_i)
+        result = b.select(bit, multiply(result, base), result)
+        if i + 1 < bits:
+            base = multiply(base, base)
+    return result
+
+
 def _by_squaring(b: ir.IRBuilder, x: ir.Value, magnitude: ir.Value) -> ir.Value:
     """x ** n for the i64 n = `magnitude` in [0, 2**31)."""
-    ity = magnitude.type
-    one_i, zero_i = const(1, ity), const(0, ity)
-    result, base = const(1.0, x.type), x
-    for i in range(SQUARING_BITS):
-        bit = b.icmp_unsigned("!=", b.and_(b.lshr(magnitude, const(i, ity)), one_i), zero_i)
-        result = b.select(bit, b.fmul(result, base), result)
-        if i + 1 < SQUARING_BITS:
-            base = b.fmul(base, base)
-    return result
+    return square_and_multiply(b, x, magnitude, SQUARING_BITS, const(1.0, x.type), b.fmul)
 
 
 def _snap_whole(b: ir.IRBuilder, r: ir.Value) -> ir.Value:

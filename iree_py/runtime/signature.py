@@ -63,11 +63,15 @@ def check_inputs(fn: Function, args: tuple) -> list[np.ndarray | PackedStrings]:
         if a.dtype != sig.dtype.numpy:
             raise IreePyError(f"{fn.name}: input {i} {describe(sig)} was given dtype {a.dtype}; "
                               f"expected {sig.dtype.numpy} (convert with .astype(np.{sig.dtype.numpy}))")
-        if not shape_matches(sig, tuple(a.shape)):
-            raise IreePyError(f"{fn.name}: input {i} {describe(sig)} was given shape {list(a.shape)}: "
-                              f"{shape_mismatch(sig, tuple(a.shape))}")
+        _check_shape(fn, i, sig, a)
         arrays.append(a if a.flags.c_contiguous else a.copy(order="C"))  # ascontiguousarray makes 0-d arrays 1-d
     return arrays
+
+
+def _check_shape(fn: Function, i: int, sig: TensorSig, a: np.ndarray) -> None:
+    if not shape_matches(sig, tuple(a.shape)):
+        raise IreePyError(f"{fn.name}: input {i} {describe(sig)} was given shape {list(a.shape)}: "
+                          f"{shape_mismatch(sig, tuple(a.shape))}")
 
 
 def _string_input(fn: Function, i: int, sig: TensorSig, a: np.ndarray) -> PackedStrings:
@@ -75,9 +79,7 @@ def _string_input(fn: Function, i: int, sig: TensorSig, a: np.ndarray) -> Packed
     if not is_string_array(a):
         raise IreePyError(f"{fn.name}: input {i} {describe(sig)} was given dtype {a.dtype}; expected an array of "
                           f"str, bytes or objects holding them")
-    if not shape_matches(sig, tuple(a.shape)):
-        raise IreePyError(f"{fn.name}: input {i} {describe(sig)} was given shape {list(a.shape)}: "
-                          f"{shape_mismatch(sig, tuple(a.shape))}")
+    _check_shape(fn, i, sig, a)
     try:
         return PackedStrings(a)
     except TypeError as e:

@@ -108,6 +108,7 @@ class OnnxContext:
         self.known: dict[str, np.ndarray] = {}
         self.symbol_sources: dict[str, tuple[Value, int]] = {}
         self.runtime_symbols: set[str] = set()  # symbols read from tensors: may be negative
+        self.symbols_given: set[str] = set()  # every name onnx_symbolic._fresh_symbol handed out here
 
     # --- errors -------------------------------------------------------------------------------
     def where(self) -> str:

@@ -21,7 +21,7 @@ from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.ops import infer_types
 from iree_py.ir.symbols import Expr
 from iree_py.ir.ops_sequence import join
-from iree_py.ir.types import DType, SequenceType, TensorType, is_sequence
+from iree_py.ir.types import DType, TensorType, is_sequence
 
 if TYPE_CHECKING:
     from iree_py.frontends.onnx import OnnxContext
@@ -149,7 +149,7 @@ def _result_shapes(ctx: "OnnxContext", then_out: list[Value], else_out: list[Val
     from iree_py.frontends.onnx_symbolic import _fresh_symbol
     if [v.type for v in then_out] == [v.type for v in else_out]:
         return None
-    shapes, taken = [], set()
+    shapes = []
     for k, (a, b) in enumerate(zip(then_out, else_out)):
         if is_sequence(a.type):
             shapes.append(None)  # same sequence type in both (_join_sequences)
@@ -159,11 +159,7 @@ def _result_shapes(ctx: "OnnxContext", then_out: list[Value], else_out: list[Val
             if x == y:
                 shape.append(x)
                 continue
-            name = _fresh_symbol(ctx, f"{ctx.node_name}_{k}_d{axis}")
-            while name in taken:
-                name += "_"
-            taken.add(name)
-            shape.append(Expr.of(name))
+            shape.append(Expr.of(_fresh_symbol(ctx, f"{ctx.node_name}_{k}_d{axis}")))
         shapes.append(tuple(shape))
     return shapes
 

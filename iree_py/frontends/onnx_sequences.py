@@ -69,13 +69,7 @@ def _element_dims(ctx: "OnnxContext", rank: int | None) -> tuple[Expr, ...]:
         raise ctx.error("the sequence's elements may differ in rank (or their rank is unknown here), so an element "
                         "cannot be read as a tensor")
     out = ctx.node.output[0] or ctx.node_name
-    names: list[str] = []
-    for k in range(rank):
-        name = _fresh_symbol(ctx, f"{out}_d{k}")
-        while name in names:
-            name += "_"
-        names.append(name)
-    return tuple(Expr.of(n) for n in names)
+    return tuple(Expr.of(_fresh_symbol(ctx, f"{out}_d{k}")) for k in range(rank))
 
 
 def _elem_dtype(ctx: "OnnxContext", attr: str = "dtype") -> DType:

@@ -197,10 +197,13 @@ def _truncating_div(a: Any, b: Any) -> Dim:
 # --- run-time shape tensors ------------------------------------------------------------------------
 
 def _fresh_symbol(ctx: "OnnxContext", hint: str) -> str:
-    taken = set(ctx.symbol_sources) | set().union(*(v.type.symbols for v in ctx.env.values()))
+    """A symbol name no value of `ctx` uses and that was not handed out before (callers may take
+    several before any value carries them)."""
+    taken = set(ctx.symbol_sources) | ctx.symbols_given | set().union(*(v.type.symbols for v in ctx.env.values()))
     name = symbol_name(hint)
     while name in taken:
         name += "_"
+    ctx.symbols_given.add(name)
     return name
 
 

@@ -44,6 +44,10 @@ CASES = {
     "different lengths": (["a", "ab", "abc", "abcd", "abc", ""], ["abc", "abc", "abc"]),
     "empty strings": (["", "", "", "", "a", ""], ["", "a", ""]),
     "non-ascii utf-8": (["héllo", "日本語", "😀", "hello", "日本", "ü"], ["héllo", "日本", "ü"]),
+    # the kernel compares 32, then 8 bytes at a time, then byte by byte: a difference in each part
+    "long, differing in each block size": (["q" * 100, "q" * 69 + "r" + "q" * 30, "q" * 99 + "r",
+                                            "q" * 100, "q" * 33 + "r" + "q" * 66, "q" * 101],
+                                           ["q" * 100, "q" * 100, "q" * 100]),
 }
 
 
@@ -158,7 +162,8 @@ def test_string_constants_round_trip_through_the_text_form():
 def test_arm64_under_qemu_packs_inputs_into_files_and_checks_offsets():
     """The qemu device writes the packed buffer as the runner's input file."""
     m = iree_py.load(iree_py.compile(EQUAL, target="arm64"), device="qemu")
-    x, y = (np.array(v, dtype=object) for v in CASES["non-ascii utf-8"])
-    np.testing.assert_array_equal(m.main(x.reshape(2, 3), y), onnxruntime_equal(x.reshape(2, 3), y))
+    for name in ("non-ascii utf-8", "long, differing in each block size"):
+        x, y = (np.array(v, dtype=object) for v in CASES[name])
+        np.testing.assert_array_equal(m.main(x.reshape(2, 3), y), onnxruntime_equal(x.reshape(2, 3), y))
     with pytest.raises(iree_py.IreeRuntimeError, match="failed with code 2"):
         m.device.call(m.main.signature, [malformed((2, 3), [0] * 7, b""), malformed((3,), [0, 3, 2, 4], b"abcd")])

@@ -1,6 +1,6 @@
 """Every op case of tests/e2e/test_ops.py compiled for riscv32 and run on the emulated riscv32
-board (qemu-system-riscv32 -M virt) over the device protocol, against onnxruntime. Cortex-M
-kernels run every op case under qemu-arm user mode (tests/e2e/test_flat_targets.py); riscv32
+board (qemu-system-riscv32 -M virt) over the device protocol, against the reference
+(harness.run_reference). Cortex-M kernels run every op case under qemu-arm user mode (tests/e2e/test_flat_targets.py); riscv32
 kernels have no user-mode path, so the board runs them. Tolerance as in test_ops: 1e-4 of the
 reference's largest magnitude."""
 from __future__ import annotations
@@ -17,7 +17,7 @@ from iree_py.runtime.serial_device import SerialDevice
 from tests.boards.conftest import board_target
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
-from harness import assert_close, random_inputs, run_onnxruntime  # noqa: E402
+from harness import assert_close, random_inputs, run_reference  # noqa: E402
 from test_ops import CASES  # noqa: E402
 
 
@@ -39,4 +39,4 @@ def test_op_on_riscv32_board(riscv32_board, case):
     inputs = random_inputs(onnx_model)
     riscv32_board.upload(data, "riscv32")
     outputs = riscv32_board.run(module.functions[0].name, inputs).outputs
-    assert_close(outputs, run_onnxruntime(onnx_model, inputs))
+    assert_close(outputs, run_reference(onnx_model, inputs))

@@ -17,7 +17,7 @@ import onnx
 import pytest
 
 import iree_py
-from harness import assert_close, random_inputs, run_onnxruntime
+from harness import assert_close, random_inputs, run_onnxruntime, run_reference
 from iree_py.codegen.target import load_target
 from iree_py.module.reader import read_module
 from iree_py.module.writer import write_module
@@ -34,7 +34,7 @@ def _check(module_bytes: bytes, case: str, device: str) -> None:
     m = CASES[case]
     inputs = random_inputs(m)
     actual = iree_py.load(module_bytes, device=device).main.call(*inputs)
-    assert_close(actual, run_onnxruntime(m, inputs))
+    assert_close(actual, run_reference(m, inputs))
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

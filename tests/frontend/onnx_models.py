@@ -42,7 +42,7 @@ def random_inputs(m: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
     return feeds
 
 
-def check_against_onnxruntime(m: onnx.ModelProto, feeds: dict[str, np.ndarray] | None = None) -> None:
+def check_against_reference(m: onnx.ModelProto, feeds: dict[str, np.ndarray] | None = None) -> None:
     """Import, evaluate with the numpy reference, compare with onnxruntime; also check the text
     form of the imported graph round-trips."""
     feeds = feeds if feeds is not None else random_inputs(m)

@@ -1,5 +1,5 @@
 """Helpers for the Resize/Pad/ArgMax/CumSum tests: build one-node models, and check a model both
-through the numpy reference (check_against_onnxruntime) and compiled for the host and run by the
+through the numpy reference (check_against_reference) and compiled for the host and run by the
 C runtime (tolerance 1e-5 of the largest expected magnitude; integer outputs exactly)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 import iree_py
-from onnx_models import RTOL, check_against_onnxruntime, random_inputs
+from onnx_models import RTOL, check_against_reference, random_inputs
 
 
 def one_node(op: str, inputs: dict[str, tuple[int, ...]], opset: int, constants: dict[str, np.ndarray] | None = None,
@@ -34,7 +34,7 @@ def one_node(op: str, inputs: dict[str, tuple[int, ...]], opset: int, constants:
 def check_compiled(m: onnx.ModelProto, feeds: dict[str, np.ndarray] | None = None, compile: bool = True) -> None:
     """The reference check, then (with `compile`) the compiled module on the host against onnxruntime."""
     feeds = feeds if feeds is not None else random_inputs(m)
-    check_against_onnxruntime(m, feeds)
+    check_against_reference(m, feeds)
     if not compile:
         return
     options = ort.SessionOptions()

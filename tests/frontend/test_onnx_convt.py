@@ -1,12 +1,12 @@
 """ONNX ConvTranspose, LpPool, GlobalMaxPool, GlobalLpPool: import, evaluate with the numpy
-reference, compare with onnxruntime (onnx_models.check_against_onnxruntime, 1e-5 relative)."""
+reference, compare with onnxruntime (onnx_models.check_against_reference, 1e-5 relative)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from onnx import helper
 
-from onnx_models import NEWEST, check_against_onnxruntime, model
+from onnx_models import NEWEST, check_against_reference, model
 
 from iree_py.errors import CompileError
 from iree_py.frontends.onnx import import_onnx
@@ -37,7 +37,7 @@ def test_conv_transpose(case: int, opset: int, bias: bool) -> None:
     if bias:
         init["b"] = rng.standard_normal(w_shape[1] * attrs.get("group", 1)).astype(np.float32)
     node = helper.make_node("ConvTranspose", ["x", "w", *(["b"] if bias else [])], ["y"], **attrs)
-    check_against_onnxruntime(model([node], {"x": x_shape}, ["y"], opset, init))
+    check_against_reference(model([node], {"x": x_shape}, ["y"], opset, init))
 
 
 LP_POOL_CASES = [
@@ -59,7 +59,7 @@ LP_POOL_NEW_CASES = [
 def test_lp_pool(case: int, opset: int) -> None:
     x_shape, attrs = (LP_POOL_CASES + LP_POOL_NEW_CASES)[case]
     node = helper.make_node("LpPool", ["x"], ["y"], **attrs)
-    check_against_onnxruntime(model([node], {"x": x_shape}, ["y"], opset))
+    check_against_reference(model([node], {"x": x_shape}, ["y"], opset))
 
 
 @pytest.mark.parametrize("op,attrs", [("GlobalMaxPool", {}), ("GlobalLpPool", {}), ("GlobalLpPool", {"p": 1}),
@@ -67,7 +67,7 @@ def test_lp_pool(case: int, opset: int) -> None:
 @pytest.mark.parametrize("shape", [(2, 3, 4, 5), (1, 2, 7), (1, 2, 2, 3, 4)])
 def test_global_pools(op: str, attrs: dict, shape: tuple[int, ...]) -> None:
     node = helper.make_node(op, ["x"], ["y"], **attrs)
-    check_against_onnxruntime(model([node], {"x": shape}, ["y"], 21))  # onnxruntime has no GlobalLpPool-22
+    check_against_reference(model([node], {"x": shape}, ["y"], 21))  # onnxruntime has no GlobalLpPool-22
 
 
 @pytest.mark.parametrize("op,attrs", [
@@ -78,7 +78,7 @@ def test_global_pools(op: str, attrs: dict, shape: tuple[int, ...]) -> None:
 ])
 def test_pool_1d(op: str, attrs: dict) -> None:
     node = helper.make_node(op, ["x"], ["y"], **attrs)
-    check_against_onnxruntime(model([node], {"x": (2, 3, 9)}, ["y"], NEWEST))
+    check_against_reference(model([node], {"x": (2, 3, 9)}, ["y"], NEWEST))
 
 
 @pytest.mark.parametrize("op,attrs", [
@@ -93,7 +93,7 @@ def test_pool_1d(op: str, attrs: dict) -> None:
 ])
 def test_pool_3d(op: str, attrs: dict) -> None:
     node = helper.make_node(op, ["x"], ["y"], **attrs)
-    check_against_onnxruntime(model([node], {"x": (1, 2, 5, 6, 7)}, ["y"], NEWEST))
+    check_against_reference(model([node], {"x": (1, 2, 5, 6, 7)}, ["y"], NEWEST))
 
 
 @pytest.mark.parametrize("op,x_shape,attrs,message", [

@@ -1,11 +1,11 @@
-"""ONNX quantized ops (QuantizeLinear, DequantizeLinear, QLinearConv, QLinearMatMul) against
-onnxruntime, bit-exact for integer outputs (float outputs of DequantizeLinear: exact too, one f32
+"""ONNX quantized ops (QuantizeLinear, DequantizeLinear, QLinearConv, QLinearMatMul) against the
+oracle of tests/e2e/harness.run_reference (the specification for integer products, onnxruntime for
+the rest), bit-exact for integer outputs (float outputs of DequantizeLinear: exact too, one f32
 multiply). The imported graph runs through the IR reference kernels; a few also compiled for the host."""
 from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnx.reference
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -14,6 +14,7 @@ import iree_py
 from iree_py.errors import CompileError
 from iree_py.frontends.onnx import import_onnx
 from iree_py.ir.reference import evaluate
+from tests.e2e.harness import run_reference, run_spec
 
 ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int8): TensorProto.INT8,
         np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int32): TensorProto.INT32,
@@ -36,11 +37,9 @@ def qmodel(node: onnx.NodeProto, feeds: dict[str, np.ndarray], consts: dict[str,
 
 def check(m: onnx.ModelProto, feeds: dict[str, np.ndarray], targets: tuple[str, ...] = ("reference", "host"),
           onnx_reference: bool = False) -> None:
-    """Compare with onnxruntime (or, for what onnxruntime does not implement, onnx's reference)."""
-    if onnx_reference:
-        expected = onnx.reference.ReferenceEvaluator(m).run(None, feeds)[0]
-    else:
-        expected = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    """Compare with the oracle (or, for what onnxruntime does not implement, the specification)."""
+    inputs = list(feeds.values())
+    expected = (run_spec(m, inputs) if onnx_reference else run_reference(m, inputs))[0]
     for target in targets:
         if target == "reference":
             got = np.asarray(evaluate(import_onnx(m), feeds)[0])

@@ -1,13 +1,12 @@
 """textops: TfIdfVectorizer (integer pools), QLinearMatMul / QLinearConv with a run-time weight,
-uint16 and blocked QuantizeLinear / DequantizeLinear, against onnxruntime (onnx's reference where
-onnxruntime lacks the case). Integer outputs and TfIdf counts bit-exact; float outputs exact too
+uint16 and blocked QuantizeLinear / DequantizeLinear, against the oracle of
+tests/e2e/harness.run_reference (the specification for integer products, and where onnxruntime lacks
+the case; onnxruntime for the rest). Integer outputs and TfIdf counts bit-exact; float outputs exact too
 (one f32 multiply). The imported graph runs through the IR reference kernels; some also on the host."""
 from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnx.reference
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
@@ -15,6 +14,7 @@ import iree_py
 from iree_py.errors import CompileError
 from iree_py.frontends.onnx import import_onnx
 from iree_py.ir.reference import evaluate
+from tests.e2e.harness import run_reference, run_spec
 
 ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
         np.dtype(np.int8): TensorProto.INT8, np.dtype(np.uint8): TensorProto.UINT8,
@@ -36,10 +36,8 @@ def model(node: onnx.NodeProto, feeds: dict[str, np.ndarray], out_dtype, opset: 
 
 def check(m: onnx.ModelProto, feeds: dict[str, np.ndarray], targets: tuple[str, ...] = ("reference",),
           onnx_reference: bool = False) -> None:
-    if onnx_reference:
-        expected = onnx.reference.ReferenceEvaluator(m).run(None, feeds)[0]
-    else:
-        expected = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    inputs = list(feeds.values())
+    expected = (run_spec(m, inputs) if onnx_reference else run_reference(m, inputs))[0]
     for target in targets:
         if target == "reference":
             got = np.asarray(evaluate(import_onnx(m), feeds)[0])

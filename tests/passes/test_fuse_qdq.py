@@ -66,6 +66,11 @@ def test_qdq_patterns_become_int8_kernels_matching_onnxruntime(kind, relu, per_c
     ops = ops_after_pipeline(m)
     assert ("QConv" if kind == "Conv" else "QMatMul") in ops and kind not in ops and "Relu" not in ops
     x = RNG.standard_normal([d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim]).astype(np.float32)
+    # onnxruntime runs the fused u8 x s8 kernel, which on x86 without VNNI adds pairs of products in
+    # saturating 16-bit arithmetic (tests/e2e/test_integer_oracle.py): quantized inputs up to 129
+    # (x <= 2.52 at scale 0.02, zero point 3) keep every pair within int16 (2 * 129 * 127 < 2**15),
+    # so its answer is exact on every CPU.
+    x = np.minimum(x, 2.5)
     want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     got = iree_py.load(iree_py.compile(m.SerializeToString(), target="host")).main(x)
     np.testing.assert_array_equal(got, want)

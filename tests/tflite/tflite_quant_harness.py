@@ -15,8 +15,7 @@ from tflite_writer import Quant, TfliteModel
 import iree_py
 from iree_py.frontends.tflite.importer import import_tflite
 from iree_py.ir.reference import evaluate
-
-DEVICE = {"host": "local", "arm64": "qemu"}
+from tests.e2e.harness import DEVICE, X86_TARGETS
 QMIN = {np.dtype(np.int8): -128, np.dtype(np.uint8): 0}
 
 
@@ -56,7 +55,7 @@ def assert_equal(actual: list[np.ndarray], expected: list[np.ndarray], what: str
                                  f"{tuple(wrong[0])}: {a[tuple(wrong[0])]} != {e[tuple(wrong[0])]}")
 
 
-TARGETS = ("reference", "host")
+TARGETS = ("reference", *X86_TARGETS)  # x86_64 too where this CPU has AVX-512 or VNNI kernels
 
 
 def check(m: TfliteModel, targets: tuple[str, ...] = TARGETS, seed: int = 0) -> bytes:

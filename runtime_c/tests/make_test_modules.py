@@ -342,7 +342,7 @@ def write_flat_modules(out: Path, arch: str, kernels_object: bytes) -> list[str]
     runtime must refuse; returns their bad_modules.txt lines."""
     from iree_py.codegen.llvm.flat_image import link_flat_image
     names = [e.name for e in entry_points()]
-    image = link_flat_image(kernels_object, names, None, "the flat test kernels")
+    image = link_flat_image([kernels_object], names, None, "the flat test kernels")
     eps = [replace(e, code_offset=o) for e, o in zip(entry_points(), image.entry_offsets)]
     good = good_module(arch, image.code)
     good = replace(good, executables=[Executable(arch, eps, image.code, "flat")])

@@ -10,9 +10,8 @@ import llvmlite.binding as llvm
 import pytest
 
 from iree_py.codegen.kernel_spec import KernelSpec
-from iree_py.codegen.llvm import build_executable
+from iree_py.codegen.llvm import build_executable, build_kernel_objects
 from iree_py.codegen.llvm.flat_image import FlatImageError, _Elf, link_flat_image
-from iree_py.codegen.llvm.module_builder import build_optimized_module
 from iree_py.codegen.llvm.target_machine import create_target_machine
 from iree_py.codegen.target import Target, load_target
 from iree_py.compiler import deduplicate, partition
@@ -56,11 +55,10 @@ def _object(llvm_ir: str, target: Target, reloc: str = "pic") -> bytes:
 def test_every_kernel_op_links_without_builtins(target_name: str):
     target = load_target(target_name)
     for op in BUILTIN_PRONE_OPS:
-        built = build_optimized_module(_model_specs(op), target)
-        obj = built.target_machine.emit_object(built.llvm_module)
-        undefined = sorted({s.name for s in _Elf(obj, op).symbols() if s.shndx == 0 and s.name})
+        built = build_kernel_objects(_model_specs(op), target)
+        undefined = sorted({s.name for obj in built.objects for s in _Elf(obj, op).symbols() if s.shndx == 0 and s.name})
         assert undefined == [], f"{op} on {target_name} calls {undefined}"
-        image = link_flat_image(obj, [k.name for k in built.kernels], target, op)
+        image = link_flat_image(list(built.objects), list(built.symbols), target, op)
         assert not image.used_libgcc
 
 
@@ -95,7 +93,7 @@ def test_writable_data_is_refused():
     ir_text = KERNEL.format(globals="@counter = internal global i32 0",
                             body="%v = load i32, ptr @counter\n  %n = add i32 %v, 1\n  store i32 %n, ptr @counter\n  ret i32 %v")
     with pytest.raises(FlatImageError, match=r"writable|zero-fill"):
-        link_flat_image(_object(ir_text, load_target("riscv32")), ["k"], None, "counter kernel")
+        link_flat_image([_object(ir_text, load_target("riscv32"))], ["k"], None, "counter kernel")
 
 
 def test_pointer_table_is_refused():
@@ -104,7 +102,7 @@ def test_pointer_table_is_refused():
     ir_text = KERNEL.format(globals="@table = internal constant [1 x ptr] [ptr @k]",
                             body="%p = load ptr, ptr @table\n  %i = ptrtoint ptr %p to i32\n  ret i32 %i")
     with pytest.raises(FlatImageError, match=r"writable sections \(\.data\.rel\.ro"):
-        link_flat_image(_object(ir_text, load_target("cortex-m4")), ["k"], None, "table kernel")
+        link_flat_image([_object(ir_text, load_target("cortex-m4"))], ["k"], None, "table kernel")
 
 
 def test_absolute_address_is_refused():
@@ -113,18 +111,18 @@ def test_absolute_address_is_refused():
                             body="%p = getelementptr [4 x i32], ptr @c, i32 0, i32 2\n  %v = load volatile i32, ptr %p\n  ret i32 %v")
     with pytest.raises(FlatImageError, match=r"not position independent: linked at 0x10000 instead of 0 its bytes "
                                              r"differ from offset 0x[0-9a-f]+ \(\.text\)"):
-        link_flat_image(_object(ir_text, load_target("cortex-m4"), reloc="static"), ["k"], None, "absolute kernel")
+        link_flat_image([_object(ir_text, load_target("cortex-m4"), reloc="static")], ["k"], None, "absolute kernel")
 
 
 def test_missing_entry_is_refused():
     ir_text = KERNEL.format(globals="", body="ret i32 0")
     with pytest.raises(FlatImageError, match=r"entry point 'other' is not a function in the linked image"):
-        link_flat_image(_object(ir_text, HOST_FLAT), ["k", "other"], None, "one kernel")
+        link_flat_image([_object(ir_text, HOST_FLAT)], ["k", "other"], None, "one kernel")
 
 
 def test_thumb_offsets_come_from_the_symbol_table():
     ir_text = KERNEL.format(globals="", body="ret i32 7")
-    image = link_flat_image(_object(ir_text, load_target("cortex-m4")), ["k"], None, "thumb kernel")
+    image = link_flat_image([_object(ir_text, load_target("cortex-m4"))], ["k"], None, "thumb kernel")
     assert image.entry_offsets == (1,)
     # movs r0, #7 ; bx lr  (Thumb: 0x2007, 0x4770)
     assert struct.unpack_from("<2H", image.code, 0) == (0x2007, 0x4770)

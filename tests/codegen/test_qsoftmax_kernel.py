@@ -13,7 +13,7 @@ from iree_py.codegen.dispatch import DIRECT_KERNELS
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm.flat_image import link_flat_image
 from iree_py.codegen.llvm.jit import run_kernels
-from iree_py.codegen.llvm.module_builder import build_optimized_module
+from iree_py.codegen.llvm import build_kernel_objects
 from iree_py.codegen.target import load_target
 from iree_py.ir.ops import infer_types
 from iree_py.ir.ops_qsoftmax import qsoftmax_params
@@ -145,7 +145,6 @@ def test_qsoftmax_needs_no_compiler_builtins_on(target: str) -> None:
     specs = [_spec(f"qsoftmax{i}", x, attrs) for i, (x, attrs) in enumerate(CASES[:2] + CASES[5:6])]
     specs.append(_spec("qlookup", np.zeros(300, np.int8), {"table": list(range(-128, 128)), "out_dtype": "i8"},
                        "QLookup"))
-    built = build_optimized_module(specs, t)
-    image = link_flat_image(built.target_machine.emit_object(built.llvm_module), [k.name for k in built.kernels], t,
-                            "qsoftmax")
+    built = build_kernel_objects(specs, t)
+    image = link_flat_image(list(built.objects), list(built.symbols), t, "qsoftmax")
     assert not image.used_libgcc

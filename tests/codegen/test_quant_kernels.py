@@ -9,9 +9,8 @@ import pytest
 
 import iree_py
 from iree_py.codegen.dispatch import DIRECT_KERNELS
-from iree_py.codegen.llvm import build_executable
+from iree_py.codegen.llvm import build_executable, build_kernel_objects
 from iree_py.codegen.llvm.flat_image import link_flat_image
-from iree_py.codegen.llvm.module_builder import build_optimized_module
 from iree_py.codegen.target import load_target
 from iree_py.compiler import build_module, deduplicate, partition, reserve_output_copies
 from iree_py.ir.build import NameTable, constant, make_node
@@ -273,7 +272,6 @@ def test_quantized_kernels_need_no_compiler_builtins_on(target: str) -> None:
     graph = run_pipeline(quant_graph(), out=lambda _: None)
     specs, _ = deduplicate([d.spec for d in partition(graph, plan_memory(graph).elided, t)])
     assert {s.kind for s in specs} >= {"quantize", "qconv", "maxpool", "qadd", "qavgpool", "qmatmul", "dequantize"}
-    built = build_optimized_module(specs, t)
-    image = link_flat_image(built.target_machine.emit_object(built.llvm_module), [k.name for k in built.kernels], t,
-                            "quant_graph")
+    built = build_kernel_objects(specs, t)
+    image = link_flat_image(list(built.objects), list(built.symbols), t, "quant_graph")
     assert not image.used_libgcc

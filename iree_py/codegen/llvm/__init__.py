@@ -1,35 +1,62 @@
-"""The CPU backend: KernelSpecs -> LLVM IR (llvmlite) -> object for the target -> ld.lld -> one
-ELF shared object (the kernel library, kernel_abi.h), or for flat targets one memory image used in
-place (flat_image.py)."""
+"""The CPU backend: KernelSpecs -> LLVM IR (llvmlite), one module per kernel -> one object per
+kernel for the target (kernel_objects.py: cached by content) -> ld.lld -> one ELF .so (the kernel
+library, kernel_abi.h), or for flat targets one memory image used in place (flat_image.py)."""
 from __future__ import annotations
 
-from iree_py.codegen.kernel_spec import ExecutableBlob, KernelSpec
+from dataclasses import dataclass
+
+from iree_py.codegen.kernel_spec import ExecutableBlob, KernelInfo, KernelSpec
 from iree_py.codegen.llvm.flat_image import link_flat_image
+from iree_py.codegen.llvm.kernel_objects import KernelObject, compile_kernel, emit_kernel_assembly, entry_symbol, \
+    object_digest, optimized_module
 from iree_py.codegen.llvm.link import link_shared_object
-from iree_py.codegen.llvm.module_builder import KERNEL_BUILDERS, build_optimized_module
+from iree_py.codegen.llvm.module_builder import KERNEL_BUILDERS, kernel_irs, library_export_object
 from iree_py.codegen.target import Target
 
-__all__ = ["KERNEL_BUILDERS", "build_executable", "emit_llvm_ir", "emit_assembly"]
+__all__ = ["KERNEL_BUILDERS", "build_executable", "build_kernel_objects", "emit_llvm_ir", "emit_assembly"]
+
+
+@dataclass(frozen=True)
+class KernelObjects:
+    kernels: tuple[KernelInfo, ...]   # one per spec, in order
+    symbols: tuple[str, ...]          # each kernel's entry symbol (identical kernels share one)
+    objects: tuple[bytes, ...]        # one object per distinct symbol
+
+
+def build_kernel_objects(specs: list[KernelSpec], target: Target) -> KernelObjects:
+    irs = kernel_irs(specs, target)
+    compiled: dict[str, KernelObject] = {}
+    symbols = []
+    for k in irs:
+        obj = compile_kernel(k.text, target)
+        compiled.setdefault(obj.symbol, obj)
+        symbols.append(obj.symbol)
+    return KernelObjects(tuple(k.info for k in irs), tuple(symbols), tuple(o.code for o in compiled.values()))
 
 
 def build_executable(specs: list[KernelSpec], target: Target) -> ExecutableBlob:
-    """Compile and link every kernel of `specs` into one kernel library for `target`."""
-    built = build_optimized_module(specs, target)
-    obj = built.target_machine.emit_object(built.llvm_module)
+    """Compile and link every kernel of `specs` into one kernel library for `target`. No specs is
+    fine: a model that only reshapes its input still gets a (kernel-less) library for its target,
+    so the module says which architecture it was built for."""
+    built = build_kernel_objects(specs, target)
+    what = f"target {target.name}"
     if target.executable_format == "flat":
-        image = link_flat_image(obj, [k.name for k in built.kernels], target, f"target {target.name}")
+        # No query function and no pointer table (a table of pointers would need relocating): the
+        # linker's symbol table gives each entry point's offset in the image.
+        image = link_flat_image(list(built.objects), list(built.symbols), target, what)
         return ExecutableBlob(arch=target.arch, code=image.code, kernels=built.kernels, format="flat",
                               entry_offsets=image.entry_offsets)
-    code = link_shared_object(obj, f"target {target.name}")
+    export = library_export_object([k.name for k in built.kernels], list(built.symbols), target)
+    code = link_shared_object([*built.objects, export], what)
     return ExecutableBlob(arch=target.arch, code=code, kernels=built.kernels)
 
 
 def emit_llvm_ir(specs: list[KernelSpec], target: Target) -> str:
-    """Textual LLVM IR of the optimized module."""
-    return str(build_optimized_module(specs, target).llvm_module)
+    """Textual LLVM IR of every kernel's optimized module, one after the other."""
+    return "\n".join(str(optimized_module(k.text, target, entry_symbol(object_digest(k.text, target))))
+                     for k in kernel_irs(specs, target))
 
 
 def emit_assembly(specs: list[KernelSpec], target: Target) -> str:
-    """The target assembly of the optimized module."""
-    built = build_optimized_module(specs, target)
-    return built.target_machine.emit_assembly(built.llvm_module)
+    """The target assembly of every kernel, one after the other."""
+    return "\n".join(emit_kernel_assembly(k.text, target) for k in kernel_irs(specs, target))

@@ -1,4 +1,4 @@
-"""Link one object file into a `flat` executable (docs/microcontrollers.md): the kernels' memory
+"""Link the kernels' object files into a `flat` executable (docs/microcontrollers.md): the kernels' memory
 image from address 0, with no relocations, no writable data and no zero-fill, plus each entry
 point's offset in it (bit 0 set for Thumb functions, as the symbol table says).
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from iree_py.codegen.llvm.link import find_linker
+from iree_py.codegen.llvm.link import find_linker, write_objects
 from iree_py.codegen.target import Target
 
 CODE_ALIGNMENT = 64    # the module keeps `code` 64-byte aligned (module.fbs force_align), so can the image
@@ -136,12 +136,12 @@ class _Elf:
         return out
 
 
-def _link(obj: Path, libs: list[str], base: int, tmp: Path, what: str) -> bytes:
+def _link(objects: list[str], libs: list[str], base: int, tmp: Path, what: str) -> bytes:
     script = tmp / f"flat_{base:x}.ld"
     script.write_text(LINKER_SCRIPT.format(base=base))
     out = tmp / f"kernels_{base:x}.elf"
     cmd = [find_linker(), "-static", "--no-undefined", "--build-id=none", "-z", "noexecstack",
-           "-T", str(script), str(obj), *libs, "-o", str(out)]
+           "-T", str(script), *objects, *libs, "-o", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise FlatImageError(f"linking the flat kernel image for {what} failed:\n{' '.join(cmd)}\n{proc.stderr}")
@@ -253,20 +253,23 @@ def _needs_builtins(obj: bytes, what: str) -> bool:
     return any(s.shndx == SHN_UNDEF and s.name for s in elf.symbols())
 
 
-def link_flat_image(obj: bytes, entry_names: list[str], target: Target | None, what: str) -> FlatImage:
-    """Link `obj` into a flat image for `target` (None: no libgcc to fall back on); `what` names it
-    in errors."""
+def link_flat_image(objects: list[bytes], entry_names: list[str], target: Target | None, what: str) -> FlatImage:
+    """Link `objects` into a flat image for `target` (None: no libgcc to fall back on); `what` names
+    it in errors. No objects (a model without kernels) give an empty image."""
+    if not objects:
+        if entry_names:
+            raise FlatImageError(f"{what}: entry points {entry_names} but no kernel objects")
+        return FlatImage(b"", (), False)
     libs: list[str] = []
-    if target is not None and _needs_builtins(obj, what):
+    if target is not None and any(_needs_builtins(obj, what) for obj in objects):
         libgcc = libgcc_for(target.cross_cc, target.cross_cflags)
         if libgcc:
             libs.append(libgcc)
     with tempfile.TemporaryDirectory(prefix="irp-flat-") as tmp_name:
         tmp = Path(tmp_name)
-        obj_path = tmp / "kernels.o"
-        obj_path.write_bytes(obj)
-        first = _Elf(_link(obj_path, libs, 0, tmp, what), what)
-        second = _Elf(_link(obj_path, libs, SECOND_BASE, tmp, what), what)
+        paths = write_objects(objects, tmp)
+        first = _Elf(_link(paths, libs, 0, tmp, what), what)
+        second = _Elf(_link(paths, libs, SECOND_BASE, tmp, what), what)
     _check_no_relocations(first)
     _check_no_writable_sections(first)
     _check_alignment(first)

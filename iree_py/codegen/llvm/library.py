@@ -27,10 +27,10 @@ def _constant_global(module: ir.Module, name: str, value: ir.Constant) -> ir.Glo
     return g
 
 
-def add_library_export(module: ir.Module, entry_names: list[str]) -> None:
-    """Add the library table for the kernels `entry_names` (already defined in `module`)."""
+def add_library_export(module: ir.Module, entry_names: list[str], functions: list[ir.Function]) -> None:
+    """Add the library table: entry `entry_names[i]` is `functions[i]` (declared or defined in `module`)."""
     names = [_cstring(module, f"irp_entry_name.{i}", name) for i, name in enumerate(entry_names)]
-    fns = [module.get_global(name) for name in entry_names]
+    fns = list(functions)
     array_ty = ir.ArrayType(PTR, len(entry_names))
     names_table = _constant_global(module, "irp_entry_names", ir.Constant(array_ty, names))
     entries_table = _constant_global(module, "irp_entries", ir.Constant(array_ty, fns))

@@ -1,5 +1,5 @@
-"""Link one object file into the kernel library: an ELF shared object whose entry point is
-irp_kernel_library_query, importing nothing."""
+"""Link the kernels' object files into the kernel library: an ELF shared object whose entry point
+is irp_kernel_library_query, importing nothing."""
 from __future__ import annotations
 
 import shutil
@@ -23,12 +23,21 @@ def find_linker() -> str:
     raise RuntimeError("ld.lld not found: install lld (e.g. apt-get install lld) to link kernel libraries")
 
 
-def link_shared_object(obj: bytes, what: str) -> bytes:
-    """Link `obj` into a shared object and return its bytes; `what` names it in errors."""
+def write_objects(objects: list[bytes], folder: Path) -> list[str]:
+    """Each object written to `folder` as k<i>.o; their paths, in order."""
+    paths = []
+    for i, obj in enumerate(objects):
+        path = folder / f"k{i}.o"
+        path.write_bytes(obj)
+        paths.append(str(path))
+    return paths
+
+
+def link_shared_object(objects: list[bytes], what: str) -> bytes:
+    """Link `objects` into a shared object and return its bytes; `what` names it in errors."""
     with tempfile.TemporaryDirectory(prefix="irp-link-") as tmp:
-        obj_path, so_path = Path(tmp) / "kernels.o", Path(tmp) / "kernels.so"
-        obj_path.write_bytes(obj)
-        cmd = [find_linker(), *LINKER_FLAGS, str(obj_path), "-o", str(so_path)]
+        so_path = Path(tmp) / "kernels.so"
+        cmd = [find_linker(), *LINKER_FLAGS, *write_objects(objects, Path(tmp)), "-o", str(so_path)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"linking kernel library for {what} failed:\n{' '.join(cmd)}\n{proc.stderr}")

@@ -1,4 +1,4 @@
-"""KernelSpecs -> one optimized LLVM module with the library export, for one target."""
+"""KernelSpec -> its kernel builder -> one LLVM module per kernel (as text), and the library export."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,11 +11,11 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import NO_BUILTINS_ATTR
+from iree_py.codegen.llvm.common import KERNEL_FN_TYPE, NO_BUILTINS_ATTR
 from iree_py.codegen.llvm.dispatch_guard import add_dispatch_guard, body_name
 from iree_py.codegen.llvm.dynamic import DYNAMIC_BUILDERS, is_dynamic
+from iree_py.codegen.llvm.kernel_objects import CANONICAL_NAME, canonical_text, data_layout, target_machine
 from iree_py.codegen.llvm.library import add_library_export
-from iree_py.codegen.llvm.target_machine import create_target_machine
 from iree_py.codegen.target import Target
 
 Builder = Callable[[KernelSpec, ir.Module, Target], KernelInfo]
@@ -121,11 +121,10 @@ def _dynamic_builder(spec: KernelSpec) -> Builder:
     return getattr(importlib.import_module(f"iree_py.codegen.llvm.dynamic.{module_name}"), fn_name)
 
 
-@dataclass
-class BuiltModule:
-    llvm_module: llvm.ModuleRef
-    target_machine: llvm.TargetMachine
-    kernels: tuple[KernelInfo, ...]
+@dataclass(frozen=True)
+class KernelIR:
+    info: KernelInfo   # named as its spec
+    text: str          # LLVM IR of the entry point (dispatch guard) and its kernel, canonically named
 
 
 def _add_no_builtins(text: str) -> str:
@@ -133,53 +132,39 @@ def _add_no_builtins(text: str) -> str:
     return re.sub(r"^(define [^\n]*?)\s*\{\s*$", rf"\1 {NO_BUILTINS_ATTR} {{", text, flags=re.MULTILINE)
 
 
-def build_ir_module(specs: list[KernelSpec], target: Target) -> tuple[ir.Module, tuple[KernelInfo, ...]]:
-    """The unoptimized llvmlite module holding every kernel and the library export."""
-    # No specs is fine: a model that only reshapes its input still gets a (kernel-less) library for
-    # its target, so the module says which architecture it was built for.
+def kernel_ir(spec: KernelSpec, target: Target) -> KernelIR:
+    """One kernel as its own LLVM module: the builder's kernel under body_name(spec.name), the
+    dispatch guard under spec.name, then the text named canonically (kernel_objects.canonical_text)."""
+    module = ir.Module(name=CANONICAL_NAME)
+    module.triple = target.triple
+    module.data_layout = data_layout(target)
+    body = dataclasses.replace(spec, name=body_name(spec.name))
+    info = kernel_builder(body)(body, module, target)
+    if info.name != body.name:
+        raise ValueError(f"kernel {spec.name!r}: builder returned KernelInfo named {info.name!r}")
+    info = dataclasses.replace(info, name=spec.name)
+    add_dispatch_guard(module, info, target)
+    return KernelIR(info, canonical_text(_add_no_builtins(str(module)), spec.name))
+
+
+def kernel_irs(specs: list[KernelSpec], target: Target) -> list[KernelIR]:
     names = [s.name for s in specs]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ValueError(f"kernel names must be unique in one executable; repeated: {dupes}")
-    module = ir.Module(name="irp_kernels")
+    return [kernel_ir(spec, target) for spec in specs]
+
+
+def library_export_object(entry_names: list[str], symbols: list[str], target: Target) -> bytes:
+    """The object holding the kernel library's query function and its table: entry `entry_names[i]`
+    is the function `symbols[i]`, defined (hidden) in the kernels' objects."""
+    module = ir.Module(name="irp_library")
     module.triple = target.triple
-    infos = []
-    for spec in specs:
-        body = dataclasses.replace(spec, name=body_name(spec.name))
-        info = kernel_builder(body)(body, module, target)
-        if info.name != body.name:
-            raise ValueError(f"kernel {spec.name!r}: builder returned KernelInfo named {info.name!r}")
-        info = dataclasses.replace(info, name=spec.name)
-        add_dispatch_guard(module, info, target)
-        infos.append(info)
-    if target.executable_format == "flat":
-        export_entries_by_name(module, names)
-    else:
-        add_library_export(module, names)
-    return module, tuple(infos)
-
-
-def export_entries_by_name(module: ir.Module, entry_names: list[str]) -> None:
-    """Flat executables have no query function and no pointer table (a table of pointers would need
-    relocating): the entry points are exported symbols, and the linker's symbol table gives each
-    one's offset in the image."""
-    for name in entry_names:
-        module.get_global(name).linkage = ""
-
-
-def build_optimized_module(specs: list[KernelSpec], target: Target) -> BuiltModule:
-    module, infos = build_ir_module(specs, target)
-    tm = create_target_machine(target)
-    module.data_layout = str(tm.target_data)
-    text = _add_no_builtins(str(module))
-    try:
-        mod = llvm.parse_assembly(text)
-        mod.verify()
-    except RuntimeError as err:
-        raise RuntimeError(f"generated LLVM IR for kernels {[s.name for s in specs]} is invalid: {err}") from err
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
-    return BuiltModule(mod, tm, infos)
+    module.data_layout = data_layout(target)
+    functions = {s: ir.Function(module, KERNEL_FN_TYPE, name=s) for s in dict.fromkeys(symbols)}
+    add_library_export(module, entry_names, [functions[s] for s in symbols])
+    mod = llvm.parse_assembly(str(module))
+    for fn in mod.functions:
+        if fn.is_declaration:
+            fn.visibility = "hidden"
+    return target_machine(target).emit_object(mod)

@@ -19,15 +19,15 @@ __all__ = ["compile", "load", "CompileError", "IreePyError", "IreeRuntimeError",
 
 def compile(model: str | Path | bytes, target: str | Target = "host", *, dims: dict[str, int] | None = None,
             dim_bounds: dict[str, tuple[int, int]] | None = None, pool_bytes: int | None = None,
-            debug_info: bool = True) -> bytes:
+            debug_info: bool = True, jobs: int | None = None) -> bytes:
     """Compile an ONNX model (path or bytes) for `target` (a name in targets/, or a Target record
     from iree_py.codegen.target); returns the module (.vmfb) bytes. Input dims named in `dims` are
     fixed to those values; other symbolic dims stay dynamic (one module serves every size), planned
     at the upper bound of their `dim_bounds` range when given, else from a run-time pool of
-    `pool_bytes`."""
+    `pool_bytes`. A big model's LLVM work runs in `jobs` processes (None: one per core)."""
     from iree_py.compiler import CompileOptions, compile_model
     return compile_model(model, CompileOptions(target=target, dims=dims, dim_bounds=dim_bounds, pool_bytes=pool_bytes,
-                                               debug_info=debug_info))
+                                               debug_info=debug_info, jobs=jobs))
 
 
 def load(module: bytes | str | Path, device: str = "local"):

@@ -42,6 +42,7 @@ class CompileOptions:
     print_fn: Callable[[str], None] = print
     ram: int | None = None                        # bytes of board RAM; None: the target's ram_bytes
     flash: int | None = None                      # bytes of board flash; None: the target's flash_bytes
+    jobs: int | None = None                       # processes for the LLVM work of big models; None: one per core
 
 
 def compile_model(model: ModelSource, options: CompileOptions | None = None) -> bytes:
@@ -58,9 +59,9 @@ def compile_model(model: ModelSource, options: CompileOptions | None = None) -> 
     arena_size, state = reserve_state(graph, arena_size)  # module state: slots kept across calls
     # 4. Partition: every node that is not a view is one dispatch region -> one kernel spec.
     dispatches = partition(graph, plan, target)
-    # 5. Codegen: identical kernels share an entry point; all kernels -> one ELF for the target.
+    # 5. Codegen: identical kernels share an entry point; one object per kernel (cached) -> one ELF.
     specs, entry_of = deduplicate([d.spec for d in dispatches])
-    blob = build_executable(specs, target)
+    blob = build_executable(specs, target, options.jobs)
     # 6. Lower the host program to VM bytecode.
     program = lower_graph(graph, dispatches, entry_of, list(blob.kernels), plan, output_copies, state,
                           options.dim_bounds, arena_size)

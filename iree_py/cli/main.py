@@ -23,7 +23,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
                                                     debug_info=not args.strip_debug,
                                                     print_fn=lambda s: print(s, file=sys.stderr),
                                                     ram=parse_size(args.ram) if args.ram else None,
-                                                    flash=parse_size(args.flash) if args.flash else None))
+                                                    flash=parse_size(args.flash) if args.flash else None,
+                                                    jobs=args.jobs))
     if args.emit_c:
         from iree_py.module.emit_c import emit_c
         emit_c(data, Path(args.output))
@@ -154,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--emit-c", action="store_true", help="write the module as C source: -o NAME.c (and NAME.h)")
     c.add_argument("--ram", metavar="SIZE", help="RAM the board gives the runtime (e.g. 256K): refuse a model whose arena and runtime state do not fit")
     c.add_argument("--flash", metavar="SIZE", help="flash for the module (e.g. 1M): refuse a module that does not fit")
+    c.add_argument("--jobs", type=int, metavar="N", help="processes for a big model's LLVM work (default: one per core)")
     c.set_defaults(func=_cmd_compile)
 
     r = sub.add_parser("run", help="run a module's function on inputs")

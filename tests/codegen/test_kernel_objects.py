@@ -1,6 +1,6 @@
 """kernel_objects: one object per kernel, shared by identical kernels whatever their names, kept in
 the per-user cache; a damaged cache file is recompiled, a disabled or unwritable cache only slows
-things down."""
+things down; worker processes give the same objects as one process."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,10 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import iree_py
 from iree_py.codegen.kernel_spec import Expr, ExprStep, KernelSpec
 from iree_py.codegen.llvm import build_executable, build_kernel_objects
 from iree_py.codegen.llvm.jit import LoadedLibrary
-from iree_py.codegen.llvm.kernel_objects import CACHE_ENABLED_VARIABLE, cache_folder, compile_kernel
+from iree_py.codegen.llvm import kernel_objects
+from iree_py.codegen.llvm.kernel_objects import CACHE_ENABLED_VARIABLE, cache_folder, compile_kernel, compile_kernels
 from iree_py.codegen.llvm.module_builder import kernel_ir
 from iree_py.codegen.target import load_target
 from iree_py.user_cache import CACHE_DIR_VARIABLE
@@ -100,3 +102,28 @@ def test_an_unwritable_cache_only_compiles(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.delenv(CACHE_ENABLED_VARIABLE, raising=False)
     built = build_kernel_objects([SIGMOID], load_target("host"))
     assert built.objects[0][:4] == b"\x7fELF"
+
+
+def test_worker_processes_give_the_objects_one_process_gives(cache: Path, monkeypatch: pytest.MonkeyPatch):
+    target = load_target("arm64")
+    texts = [kernel_ir(s, target).text for s in (SIGMOID, TANH)]
+    monkeypatch.setenv(CACHE_ENABLED_VARIABLE, "0")
+    serial = compile_kernels(texts, target, jobs=1)
+    monkeypatch.setattr(kernel_objects, "PARALLEL_MIN_TEXT_BYTES", 0)
+    monkeypatch.delenv(CACHE_ENABLED_VARIABLE)
+    assert compile_kernels(texts, target, jobs=2) == serial
+    assert len(cached_files(cache)) == 2      # the workers filled the cache
+
+
+def test_a_failing_worker_is_an_error_that_says_what_failed(cache: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(kernel_objects, "PARALLEL_MIN_TEXT_BYTES", 0)
+    broken = kernel_ir(TANH, load_target("host")).text.replace("ret i32", "ret i64", 1)
+    with pytest.raises(RuntimeError, match=r"compiling kernels for host in a worker process failed: RuntimeError: generated LLVM IR .* is invalid"):
+        compile_kernels([broken, kernel_ir(SIGMOID, load_target("host")).text], load_target("host"), jobs=2)
+
+
+def test_compile_jobs_do_not_change_the_module(cache: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(kernel_objects, "PARALLEL_MIN_TEXT_BYTES", 0)
+    monkeypatch.setenv(CACHE_ENABLED_VARIABLE, "0")
+    model = Path(__file__).resolve().parents[2] / "examples" / "small_cnn.onnx"
+    assert iree_py.compile(model, jobs=2) == iree_py.compile(model, jobs=1)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from iree_py.codegen.kernel_spec import ExecutableBlob, KernelInfo, KernelSpec
 from iree_py.codegen.llvm.flat_image import link_flat_image
-from iree_py.codegen.llvm.kernel_objects import KernelObject, compile_kernel, emit_kernel_assembly, entry_symbol, \
-    object_digest, optimized_module
+from iree_py.codegen.llvm.kernel_objects import compile_kernels, emit_kernel_assembly, entry_symbol, object_digest, \
+    optimized_module
 from iree_py.codegen.llvm.link import link_shared_object
 from iree_py.codegen.llvm.module_builder import KERNEL_BUILDERS, kernel_irs, library_export_object
 from iree_py.codegen.target import Target
@@ -23,22 +23,19 @@ class KernelObjects:
     objects: tuple[bytes, ...]        # one object per distinct symbol
 
 
-def build_kernel_objects(specs: list[KernelSpec], target: Target) -> KernelObjects:
+def build_kernel_objects(specs: list[KernelSpec], target: Target, jobs: int | None = None) -> KernelObjects:
+    """Every kernel's object (`jobs` worker processes for the LLVM work: kernel_objects.compile_kernels)."""
     irs = kernel_irs(specs, target)
-    compiled: dict[str, KernelObject] = {}
-    symbols = []
-    for k in irs:
-        obj = compile_kernel(k.text, target)
-        compiled.setdefault(obj.symbol, obj)
-        symbols.append(obj.symbol)
-    return KernelObjects(tuple(k.info for k in irs), tuple(symbols), tuple(o.code for o in compiled.values()))
+    objects = compile_kernels([k.text for k in irs], target, jobs)
+    distinct = {o.symbol: o.code for o in objects}
+    return KernelObjects(tuple(k.info for k in irs), tuple(o.symbol for o in objects), tuple(distinct.values()))
 
 
-def build_executable(specs: list[KernelSpec], target: Target) -> ExecutableBlob:
+def build_executable(specs: list[KernelSpec], target: Target, jobs: int | None = None) -> ExecutableBlob:
     """Compile and link every kernel of `specs` into one kernel library for `target`. No specs is
     fine: a model that only reshapes its input still gets a (kernel-less) library for its target,
     so the module says which architecture it was built for."""
-    built = build_kernel_objects(specs, target)
+    built = build_kernel_objects(specs, target, jobs)
     what = f"target {target.name}"
     if target.executable_format == "flat":
         # No query function and no pointer table (a table of pointers would need relocating): the

@@ -17,7 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
+import subprocess
+import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -33,6 +37,7 @@ CANONICAL_NAME = "irp_kernel"   # the kernel's name in its canonical IR text
 SPEED_LEVEL = 3
 CACHE_ENABLED_VARIABLE = "IREE_PY_KERNEL_CACHE"
 CACHE_MAGIC = b"IRPKOBJ1"
+PARALLEL_MIN_TEXT_BYTES = 2 << 20   # about 3 s of LLVM work: worth starting worker processes
 
 
 @dataclass(frozen=True)
@@ -96,19 +101,75 @@ def optimized_module(text: str, target: Target, symbol: str) -> llvm.ModuleRef:
     return mod
 
 
+def cached_kernel(text: str, target: Target) -> KernelObject | None:
+    """The object for canonical IR `text` if the cache has it."""
+    digest = object_digest(text, target)
+    path = _cache_path(digest)
+    code = _read_cached(path) if path is not None else None
+    return KernelObject(entry_symbol(digest), code) if code is not None else None
+
+
 def compile_kernel(text: str, target: Target) -> KernelObject:
     """The object for canonical IR `text`, from the cache when it has it."""
+    cached = cached_kernel(text, target)
+    if cached is not None:
+        return cached
     digest = object_digest(text, target)
     symbol = entry_symbol(digest)
-    path = _cache_path(digest)
-    if path is not None:
-        code = _read_cached(path)
-        if code is not None:
-            return KernelObject(symbol, code)
     code = target_machine(target).emit_object(optimized_module(text, target, symbol))
+    path = _cache_path(digest)
     if path is not None:
         _write_cached(path, code)
     return KernelObject(symbol, code)
+
+
+def compile_kernels(texts: list[str], target: Target, jobs: int | None = None) -> list[KernelObject]:
+    """The object of each text, in order. Kernels the cache lacks are compiled in `jobs` worker
+    processes (None: one per core) when there is enough work to pay for starting them (llvmlite
+    holds one lock around LLVM, so threads would not help)."""
+    objects: dict[str, KernelObject | None] = {t: cached_kernel(t, target) for t in texts}
+    missing = [t for t, obj in objects.items() if obj is None]
+    workers = min(default_jobs() if jobs is None else max(1, jobs), len(missing))
+    if workers > 1 and sum(map(len, missing)) >= PARALLEL_MIN_TEXT_BYTES:
+        compiled = _compile_in_workers(missing, target, workers)
+    else:
+        compiled = [compile_kernel(t, target) for t in missing]
+    objects.update(zip(missing, compiled))
+    return [objects[t] for t in texts]  # type: ignore[misc]
+
+
+def default_jobs() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _compile_in_workers(texts: list[str], target: Target, workers: int) -> list[KernelObject]:
+    """Each worker is a plain process (iree_py/codegen/llvm/compile_worker.py), so nothing of this
+    one (its threads, its __main__) is copied or re-run. Work is shared out by IR size."""
+    shares: list[list[int]] = [[] for _ in range(workers)]
+    loads = [0] * workers
+    for i in sorted(range(len(texts)), key=lambda i: -len(texts[i])):
+        w = loads.index(min(loads))
+        shares[w].append(i)
+        loads[w] += len(texts[i])
+    package_root = str(Path(__file__).resolve().parents[3])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+    procs = [subprocess.Popen([sys.executable, "-m", "iree_py.codegen.llvm.compile_worker"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) for _ in shares]
+    with ThreadPoolExecutor(len(procs)) as pipes:   # feed and drain every worker at once
+        outputs = list(pipes.map(lambda job: job[0].communicate(pickle.dumps((target, [texts[i] for i in job[1]]))),
+                                 zip(procs, shares)))
+    results: list[KernelObject | None] = [None] * len(texts)
+    for proc, share, (out, err) in zip(procs, shares, outputs):
+        what = f"compiling kernels for {target.name} in a worker process"
+        if proc.returncode != 0 or not out:
+            raise RuntimeError(f"{what} failed (exit status {proc.returncode}):\n"
+                               f"{err.decode(errors='replace')[-3000:]}")
+        status, payload = pickle.loads(out)
+        if status != "ok":
+            raise RuntimeError(f"{what} failed: {payload}")
+        for i, obj in zip(share, payload):
+            results[i] = obj
+    return results  # type: ignore[return-value]
 
 
 def emit_kernel_assembly(text: str, target: Target) -> str:

@@ -198,7 +198,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        parser = build_parser()  # lists the targets: fails when the package's data files are missing
+    except IreePyError as e:
+        print(f"iree-py: error: {e}", file=sys.stderr)
+        return 1
+    args = parser.parse_args(argv)
     try:
         return args.func(args)
     except IreePyError as e:

@@ -10,6 +10,7 @@ SHARED = {
     "errors": set(),
     "user_cache": set(),                 # the per-user folder for what is built on first use
     "resources": {"errors"},             # where the data files are (targets, runtime sources)
+    "system_tools": {"errors"},          # programs from the system (compilers, qemu) and their packages
 }
 
 # package -> the iree_py packages (or modules) it may import, besides itself and the SHARED modules.

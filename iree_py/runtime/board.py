@@ -35,6 +35,7 @@ from iree_py.codegen.target import Target, available_targets, load_target
 from iree_py.errors import IreePyError
 from iree_py.resources import runtime_sources
 from iree_py.runtime.build import build_root, newest_source_mtime
+from iree_py.system_tools import require
 
 if TYPE_CHECKING:
     from iree_py.runtime.serial_device import SerialDevice
@@ -89,8 +90,12 @@ def make_variables(target: Target, out: Path) -> list[str]:
 def run_make(target: Target, goals: list[str], out: Path | None = None) -> str:
     """Runs make for `goals` of the bare-metal block; returns its stdout."""
     out = out or build_dir(target)
+    variables = make_variables(target, out)
+    needed_for = f"building {' '.join(goals)} for {target.name}"
+    require(target.cross_cc, needed_for)
+    make = require("make", needed_for)
     out.mkdir(parents=True, exist_ok=True)
-    cmd = ["make", "-s", "-C", str(runtime_sources()), *make_variables(target, out), *goals]
+    cmd = [make, "-s", "-C", str(runtime_sources()), *variables, *goals]
     with open(out / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # pytest workers may build the same target at once
         result = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "MAKEFLAGS": ""})
@@ -134,7 +139,7 @@ def runtime_size(target: Target) -> dict[str, int]:
 def elf_size(target: Target, elf: Path) -> dict[str, int]:
     """Bytes per section group of a linked image, from `size -A`: code (.text, read-only data and the
     .data image, what the flash holds) and RAM (.data, .bss, .noinit (the runtime's region), .stack)."""
-    tool = target.cross_cc.removesuffix("gcc") + "size"
+    tool = require(target.cross_cc.removesuffix("gcc") + "size", f"measuring the firmware of {target.name}")
     result = subprocess.run([tool, "-A", str(elf)], capture_output=True, text=True, check=True)
     sections = {}
     for line in result.stdout.splitlines():
@@ -171,6 +176,7 @@ class QemuBoard:
             raise IreePyError(f"QemuBoard link must be 'tcp' or 'pty', got {link!r}")
         self.target = target
         self.spec = board_spec(target)
+        require(target.qemu, f"running the {target.board} board of {target.name}")
         self.firmware = firmware or build_firmware(target)
         self.port = _free_port() if link == "tcp" else 0
         self.url = f"socket://127.0.0.1:{self.port}"

@@ -9,6 +9,7 @@ Where it is built (docs/decisions.md, "Runtime"):
   first use into the per-user cache (iree_py/user_cache.py), under builds/<version>-<hash of the
   runtime sources>/: an upgrade builds anew, two versions never share a build, and site-packages
   (which may be read-only) is never written.
+A missing make or C compiler is a ToolNotFoundError naming the Debian package to install.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from iree_py import __version__, resources
 from iree_py.errors import IreePyError
+from iree_py.system_tools import require
 from iree_py.user_cache import user_cache_dir
 
 LIBRARY_NAME = "libiree_py_runtime.so"
@@ -58,7 +60,10 @@ def _up_to_date(path: Path) -> bool:
 
 def _make(out: Path, what: str, cross_cc: str = "", cflags: str = "", sources: Path | None = None) -> None:
     """make the runtime into `out` (host: library + runner; cross: static runner); `what` names the build."""
-    cmd = ["make", "-s", "-C", str(sources or resources.runtime_sources()), f"BUILD_DIR={out}"]
+    compiler = cross_cc or "cc"
+    require(compiler.split()[0], f"building the runtime for {what}")
+    make = require("make", f"building the runtime for {what}")
+    cmd = [make, "-s", "-C", str(sources or resources.runtime_sources()), f"BUILD_DIR={out}"]
     cmd += [f"CC={cross_cc}", "STATIC=1", "runner"] if cross_cc else ["all"]
     cmd += [f"CFLAGS_EXTRA={cflags}"] if cflags else []
     result = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "MAKEFLAGS": ""})

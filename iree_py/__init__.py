@@ -14,6 +14,10 @@ from iree_py.errors import CompileError, IreePyError, IreeRuntimeError, ModuleFo
 if TYPE_CHECKING:
     from iree_py.codegen.target import Target
 
+# The one place the version is written: pyproject.toml reads it (dynamic version), and the per-user
+# build cache keys cross runtimes by it (iree_py/runtime/build.py).
+__version__ = "0.1.0"
+
 __all__ = ["compile", "load", "CompileError", "IreePyError", "IreeRuntimeError", "ModuleFormatError"]
 
 

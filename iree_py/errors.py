@@ -16,3 +16,8 @@ class ModuleFormatError(IreePyError):
 
 class IreeRuntimeError(IreePyError):
     """The C runtime reported an error (verification, bad inputs, kernel failure)."""
+
+
+class ToolNotFoundError(IreePyError):
+    """A program iree-py runs (a C compiler, make, qemu, ld.lld) is not installed; the message names
+    the package that brings it."""

@@ -1,6 +1,7 @@
 """The README's commands, run as a user would: compile, run (local and qemu), dump."""
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,15 @@ EXAMPLE_INPUT = ROOT / "examples" / "small_cnn_input.npy"
 
 def iree_py(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "iree_py.cli.main", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_version_names_the_release_and_the_module_format():
+    from iree_py import __version__
+    format_version = tomllib.loads((ROOT / "flatbuffers" / "isa.toml").read_text())["format_version"]
+    assert f"#define IRP_VM_FORMAT_VERSION {format_version}u" in (ROOT / "runtime_c/vm/isa_generated.h").read_text()
+    r = iree_py("--version")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == f"iree-py {__version__} (module format version {format_version})\n"
 
 
 def reference() -> np.ndarray:

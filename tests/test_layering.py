@@ -4,7 +4,16 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "iree_py"
 
-# package -> the iree_py packages (or modules) it may import, besides itself and iree_py.errors.
+# Top-level modules that any package may import, each with the iree_py modules it may import
+# itself: they sit below every package, so they import only each other.
+SHARED = {
+    "errors": set(),
+    "user_cache": set(),                 # the per-user folder for what is built on first use
+    "resources": {"errors"},             # where the data files are (targets, runtime sources)
+    "system_tools": {"errors"},          # programs from the system (compilers, qemu) and their packages
+}
+
+# package -> the iree_py packages (or modules) it may import, besides itself and the SHARED modules.
 ALLOWED = {
     "ir": set(),
     "frontends": {"ir"},
@@ -22,16 +31,23 @@ def imported_modules(path: Path) -> set[str]:
     tree = ast.parse(path.read_text())
     names = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        if isinstance(node, ast.ImportFrom) and node.module == "iree_py" and node.level == 0:
+            # `from iree_py import resources` imports a module; `__version__` is the package's own
+            names.update(f"iree_py.{a.name}" for a in node.names if _is_module(PACKAGE / a.name))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
         elif isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
     return {n.removeprefix("iree_py.") for n in names if n.startswith("iree_py.")}
 
 
+def _is_module(path: Path) -> bool:
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
 def allowed(package: str, target: str) -> bool:
     rules = ALLOWED[package]
-    if "*" in rules or target == "errors" or target.split(".")[0] == package:
+    if "*" in rules or target in SHARED or target.split(".")[0] == package:
         return True
     return any(target == r or target.startswith(r + ".") for r in rules)
 
@@ -46,6 +62,21 @@ def test_imports_point_down():
     assert not violations, "\n".join(violations)
 
 
+def test_shared_modules_import_only_each_other():
+    violations = []
+    for module, rules in SHARED.items():
+        for target in imported_modules(PACKAGE / f"{module}.py"):
+            if target not in rules:
+                violations.append(f"iree_py/{module}.py imports iree_py.{target}")
+    assert not violations, "\n".join(violations)
+
+
 def test_checker_catches_an_upward_import():
     assert not allowed("ir", "passes.pipeline")
     assert not allowed("runtime", "compiler")
+
+
+def test_checker_reads_modules_imported_from_the_package(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("from iree_py import __version__, compiler, resources\n")
+    assert imported_modules(source) == {"compiler", "resources"}

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from iree_py.codegen.target import Target, load_target
 from iree_py.errors import IreePyError
+from iree_py.resources import runtime_sources
 from iree_py.runtime import board
-from iree_py.runtime.build import LIBRARY_NAME, RUNNER_NAME, RUNTIME_SRC, build_runtime
+from iree_py.runtime.build import LIBRARY_NAME, RUNNER_NAME, build_runtime
 
 PUBLIC_HEADERS = ("api/iree_py_runtime.h", "hal/kernel_abi.h")
 DEVICE_HEADERS = ("device/device_server.h",)
@@ -40,7 +41,7 @@ def _copy(source: Path, dest_dir: Path, name: str | None = None) -> Path:
 
 def _bare_metal(target: Target, out: Path) -> str:
     library = _copy(board.static_library(target), out / "lib")
-    headers = [_copy(RUNTIME_SRC / h, out / "include") for h in PUBLIC_HEADERS + DEVICE_HEADERS]
+    headers = [_copy(runtime_sources() / h, out / "include") for h in PUBLIC_HEADERS + DEVICE_HEADERS]
     elf = board.build_firmware(target)
     firmware = [_copy(elf, out / "firmware", f"{target.board}.elf"),
                 _copy(elf.with_suffix(".bin"), out / "firmware", f"{target.board}.bin")]
@@ -64,7 +65,7 @@ def _linux(target: Target, out: Path) -> str:
         library = _copy(built / "libiree_py_runtime.a", out / "lib")
     runner = _copy(built / RUNNER_NAME, out / "bin")
     runner.chmod(0o755)
-    headers = [_copy(RUNTIME_SRC / h, out / "include") for h in PUBLIC_HEADERS]
+    headers = [_copy(runtime_sources() / h, out / "include") for h in PUBLIC_HEADERS]
     lines = [f"runtime for {target.name} ({target.arch}, Linux) in {out}:"]
     lines += [f"  {p.relative_to(out)}  {p.stat().st_size} bytes" for p in [library, runner, *headers]]
     return "\n".join(lines) + "\n"

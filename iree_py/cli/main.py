@@ -136,9 +136,18 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def version_text() -> str:
+    """iree-py's version and the module format version its compiler writes and its runtime accepts
+    (flatbuffers/isa.toml's format_version, generated into the C runtime and iree_py/vm)."""
+    from iree_py import __version__
+    from iree_py.vm.isa_generated import FORMAT_VERSION
+    return f"iree-py {__version__} (module format version {FORMAT_VERSION})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     from iree_py.codegen.target import available_targets
     parser = argparse.ArgumentParser(prog="iree-py", description="Compile ONNX models to compact modules and run them.")
+    parser.add_argument("--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("compile", help="compile a model into a module (.vmfb)")
@@ -200,7 +209,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        parser = build_parser()  # lists the targets: fails when the package's data files are missing
+    except IreePyError as e:
+        print(f"iree-py: error: {e}", file=sys.stderr)
+        return 1
+    args = parser.parse_args(argv)
     try:
         return args.func(args)
     except IreePyError as e:

@@ -1,4 +1,5 @@
 """Targets are data: one TOML file per target in targets/, loaded into a frozen Target record.
+The folder is found by iree_py/resources.py (the checkout's targets/, or the installed package's copy).
 
 Backends branch on a target's fields (arch, triple, vector_bits, run, ...), never on its name.
 A target whose features are "host" may say "host" for vector_bits and vector_registers too: they
@@ -9,9 +10,8 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
-TARGETS_DIR = Path(__file__).resolve().parents[2] / "targets"
+from iree_py.resources import targets_dir
 
 
 @dataclass(frozen=True)
@@ -42,12 +42,12 @@ class Target:
 
 
 def available_targets() -> list[str]:
-    return sorted(p.stem for p in TARGETS_DIR.glob("*.toml"))
+    return sorted(p.stem for p in targets_dir().glob("*.toml"))
 
 
 @cache
 def load_target(name: str) -> Target:
-    path = TARGETS_DIR / f"{name}.toml"
+    path = targets_dir() / f"{name}.toml"
     if not path.exists():
         raise ValueError(f"unknown target {name!r}; known targets: {', '.join(available_targets())}")
     data = tomllib.loads(path.read_text())

@@ -13,12 +13,15 @@ from pathlib import Path
 
 from iree_py.conformance.runner import DEFAULT_CASE_TIMEOUT, DEFAULT_CHUNK, run_case, run_cases
 from iree_py.conformance.status import PASSED, CaseResult
-
-EXPECTED_DIR = Path(__file__).resolve().parents[2] / "tests" / "conformance"
+from iree_py.resources import checkout_root
 
 
 def default_expected(target: str) -> Path:
-    return EXPECTED_DIR / f"expected_pass_{target}.txt"
+    """A checkout's tests/conformance/expected_pass_TARGET.txt; for an installed package, which has
+    no tests, that file name in the current directory."""
+    checkout = checkout_root()
+    folder = checkout / "tests" / "conformance" if checkout is not None else Path.cwd()
+    return folder / f"expected_pass_{target}.txt"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--filter", default="", metavar="SUBSTRING", help="only the cases whose name contains this")
     parser.add_argument("--out", metavar="FILE", help="write the markdown table of every case here")
     parser.add_argument("--expected", metavar="FILE", nargs="?", const="",
-                        help="the expected-pass list (default tests/conformance/expected_pass_TARGET.txt); "
+                        help="the expected-pass list (default tests/conformance/expected_pass_TARGET.txt in a "
+                             "checkout, ./expected_pass_TARGET.txt for an installed iree-py); "
                              "exit 1 when one of its cases no longer passes")
     parser.add_argument("--only-expected", action="store_true", help="run only the cases in the expected-pass list")
     parser.add_argument("--update-expected", action="store_true",

@@ -26,9 +26,11 @@ from iree_py.conformance.compare import compare_outputs
 from iree_py.conformance.status import (COMPILE_ERROR, PASSED, RUNTIME_ERROR, UNSUPPORTED, WRONG_RESULT,
                                         CaseResult, classify_compile_error)
 from iree_py.errors import CompileError, IreePyError
+from iree_py.resources import PACKAGE_DIR
 from iree_py.runtime.strings import is_string_array
 
-ROOT = Path(__file__).resolve().parents[2]
+# The folder holding this iree_py package (a checkout or site-packages): workers import the same one.
+PACKAGE_PARENT = PACKAGE_DIR.parent
 DEFAULT_CHUNK = 64
 DEFAULT_CASE_TIMEOUT = 120.0
 WORKER_STARTUP_TIMEOUT = 60.0  # seconds a new worker may take to announce its first case
@@ -179,11 +181,11 @@ def _start_worker(command: list[str], chunk: list[ConformanceCase], target: str,
     folder.mkdir(parents=True)
     (folder / "cases.pkl").write_bytes(pickle.dumps(chunk))
     (folder / "results.jsonl").touch()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")]))}
     with open(folder / "stderr.txt", "wb") as err:
         process = subprocess.Popen(
             [*command, str(folder / "cases.pkl"), str(folder / "results.jsonl"), target],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=ROOT)
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=PACKAGE_PARENT)
     return _Worker(process, chunk, folder)
 
 

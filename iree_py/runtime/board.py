@@ -2,8 +2,9 @@
 it under qemu-system with the board's UART bridged to a TCP port, where the device server answers
 (SerialDevice on `socket://127.0.0.1:PORT`).
 
-The firmware is built with runtime_c/Makefile into build/firmware/<target>/ and rebuilt when a
-runtime source is newer than it (make then rebuilds only what changed).
+The firmware is built with runtime_c/Makefile into firmware/<target>/ of the build folder (build/
+in a checkout, the per-user cache for an installed package: runtime/build.py's build_root) and
+rebuilt when a runtime source is newer than it (make then rebuilds only what changed).
 
 qemu runs with -icount, so the cycle counts a board reports do not depend on the host's load:
 - MPS2 boards (Cortex-M): shift=5, one instruction per 32 ns of virtual time (about 31 MIPS,
@@ -32,13 +33,12 @@ from typing import TYPE_CHECKING
 
 from iree_py.codegen.target import Target, available_targets, load_target
 from iree_py.errors import IreePyError
-from iree_py.runtime.build import RUNTIME_SRC
+from iree_py.resources import runtime_sources
+from iree_py.runtime.build import build_root, newest_source_mtime
+from iree_py.system_tools import require
 
 if TYPE_CHECKING:
     from iree_py.runtime.serial_device import SerialDevice
-
-ROOT = Path(__file__).resolve().parents[2]
-FIRMWARE_ROOT = ROOT / "build" / "firmware"
 
 
 @dataclass(frozen=True)
@@ -75,18 +75,8 @@ def board_cycles_per_second(target: Target) -> int:
 
 # --- building ------------------------------------------------------------------------------
 
-FIRMWARE_SOURCE_SUFFIXES = (".c", ".h", ".S", ".ld", ".mk")
-
-
-def newest_source_mtime() -> float:
-    """The newest of the runtime's and the firmware's sources (C, assembly, linker scripts, makefiles)."""
-    files = [p for p in RUNTIME_SRC.rglob("*")
-             if (p.suffix in FIRMWARE_SOURCE_SUFFIXES or p.name == "Makefile") and "build" not in p.parts]
-    return max((p.stat().st_mtime for p in files), default=0.0)
-
-
 def build_dir(target: Target) -> Path:
-    return FIRMWARE_ROOT / target.name
+    return build_root() / "firmware" / target.name
 
 
 def make_variables(target: Target, out: Path) -> list[str]:
@@ -100,8 +90,12 @@ def make_variables(target: Target, out: Path) -> list[str]:
 def run_make(target: Target, goals: list[str], out: Path | None = None) -> str:
     """Runs make for `goals` of the bare-metal block; returns its stdout."""
     out = out or build_dir(target)
+    variables = make_variables(target, out)
+    needed_for = f"building {' '.join(goals)} for {target.name}"
+    require(target.cross_cc, needed_for)
+    make = require("make", needed_for)
     out.mkdir(parents=True, exist_ok=True)
-    cmd = ["make", "-s", "-C", str(RUNTIME_SRC), *make_variables(target, out), *goals]
+    cmd = [make, "-s", "-C", str(runtime_sources()), *variables, *goals]
     with open(out / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # pytest workers may build the same target at once
         result = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "MAKEFLAGS": ""})
@@ -145,7 +139,7 @@ def runtime_size(target: Target) -> dict[str, int]:
 def elf_size(target: Target, elf: Path) -> dict[str, int]:
     """Bytes per section group of a linked image, from `size -A`: code (.text, read-only data and the
     .data image, what the flash holds) and RAM (.data, .bss, .noinit (the runtime's region), .stack)."""
-    tool = target.cross_cc.removesuffix("gcc") + "size"
+    tool = require(target.cross_cc.removesuffix("gcc") + "size", f"measuring the firmware of {target.name}")
     result = subprocess.run([tool, "-A", str(elf)], capture_output=True, text=True, check=True)
     sections = {}
     for line in result.stdout.splitlines():
@@ -182,6 +176,7 @@ class QemuBoard:
             raise IreePyError(f"QemuBoard link must be 'tcp' or 'pty', got {link!r}")
         self.target = target
         self.spec = board_spec(target)
+        require(target.qemu, f"running the {target.board} board of {target.name}")
         self.firmware = firmware or build_firmware(target)
         self.port = _free_port() if link == "tcp" else 0
         self.url = f"socket://127.0.0.1:{self.port}"

@@ -19,6 +19,7 @@ from iree_py.module.model import Function, Module
 from iree_py.module.state_info import has_state
 from iree_py.runtime import capi
 from iree_py.runtime.build import runner_for
+from iree_py.system_tools import require
 
 if TYPE_CHECKING:
     from iree_py.runtime.serial_device import SerialDevice
@@ -185,6 +186,7 @@ class QemuDevice:
 
     def __init__(self, image: np.ndarray, arch: str, stateful: bool = False) -> None:
         self.target = qemu_target_for(arch)
+        require(self.target.qemu, f"running {arch} modules (target {self.target.name}) under qemu-user")
         self.runner = runner_for(self.target.name, self.target.cross_cc, self.target.cross_cflags)
         self.image = image
         self.stateful = stateful

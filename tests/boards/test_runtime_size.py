@@ -6,8 +6,8 @@ import subprocess
 import pytest
 
 from iree_py.cli.build_runtime import format_runtime_sizes
+from iree_py.resources import runtime_sources
 from iree_py.runtime import board
-from iree_py.runtime.build import RUNTIME_SRC
 from tests.boards.conftest import board_target
 
 # The goal: the VM, loader and CPU HAL for cortex-m4, -Os, status messages kept.
@@ -39,5 +39,5 @@ def test_static_library_holds_exactly_the_vm_loader_and_cpu_hal(target):
     members = set(subprocess.run([archiver, "t", str(library)], capture_output=True, text=True,
                                  check=True).stdout.split())
     expected = {p.with_suffix(".o").name for folder in ("base", "vm", "hal", "api")
-                for p in (RUNTIME_SRC / folder).glob("*.c")}
+                for p in (runtime_sources() / folder).glob("*.c")}
     assert members == expected

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 from iree_py.codegen.kernel_abi import LIBRARY_QUERY_SYMBOL
+from iree_py.system_tools import tool_not_found
 
 LINKER_FLAGS = (
     "-shared", f"--entry={LIBRARY_QUERY_SYMBOL}", "-Bsymbolic", "--no-undefined", "--strip-all",
@@ -20,7 +21,7 @@ def find_linker() -> str:
         path = shutil.which(name)
         if path:
             return path
-    raise RuntimeError("ld.lld not found: install lld (e.g. apt-get install lld) to link kernel libraries")
+    raise tool_not_found("ld.lld", "linking kernel libraries")
 
 
 def write_objects(objects: list[bytes], folder: Path) -> list[str]:

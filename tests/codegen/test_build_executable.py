@@ -70,7 +70,8 @@ def test_emit_llvm_ir_and_assembly() -> None:
     text = emit_llvm_ir(_specs(), load_target("arm64"))
     assert 'target triple = "aarch64-unknown-linux-gnu"' in text
     assert "define ptr @irp_kernel_library_query(i32" in text
-    assert "@k_sigmoid(" in text and '"no-builtins"' in text
+    assert 'c"k_sigmoid\\00"' in text and '"no-builtins"' in text      # entry names in the library's table
+    assert len(re.findall(r"^define hidden .*@irp_k\w+\(", text, flags=re.MULTILINE)) == len(_specs())  # one per kernel
     declared = re.findall(r"^declare [^@]*@([\w.]+)", text, flags=re.MULTILINE)
     assert all(name.startswith("llvm.") for name in declared), declared
     asm = emit_assembly(_specs(), load_target("arm64"))

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from iree_py.codegen.kernel_spec import ExecutableBlob, KernelInfo, KernelSpec
 from iree_py.codegen.llvm.flat_image import link_flat_image
 from iree_py.codegen.llvm.kernel_objects import compile_kernels, emit_kernel_assembly, entry_symbol, object_digest, \
-    optimized_module
+    optimized_module, target_machine
 from iree_py.codegen.llvm.link import link_shared_object
-from iree_py.codegen.llvm.module_builder import KERNEL_BUILDERS, kernel_irs, library_export_object
+from iree_py.codegen.llvm.module_builder import KERNEL_BUILDERS, kernel_irs, library_export_module, library_export_object
 from iree_py.codegen.target import Target
 
 __all__ = ["KERNEL_BUILDERS", "build_executable", "build_kernel_objects", "emit_llvm_ir", "emit_assembly"]
@@ -49,11 +49,16 @@ def build_executable(specs: list[KernelSpec], target: Target, jobs: int | None =
 
 
 def emit_llvm_ir(specs: list[KernelSpec], target: Target) -> str:
-    """Textual LLVM IR of every kernel's optimized module, one after the other."""
-    return "\n".join(str(optimized_module(k.text, target, entry_symbol(object_digest(k.text, target))))
-                     for k in kernel_irs(specs, target))
+    """Textual LLVM IR of every kernel's optimized module, then the library export."""
+    irs = kernel_irs(specs, target)
+    symbols = [entry_symbol(object_digest(k.text, target)) for k in irs]
+    kernels = [str(optimized_module(k.text, target, symbol)) for k, symbol in zip(irs, symbols)]
+    return "\n".join([*kernels, str(library_export_module([k.info.name for k in irs], symbols, target))])
 
 
 def emit_assembly(specs: list[KernelSpec], target: Target) -> str:
-    """The target assembly of every kernel, one after the other."""
-    return "\n".join(emit_kernel_assembly(k.text, target) for k in kernel_irs(specs, target))
+    """The target assembly of every kernel, then of the library export."""
+    irs = kernel_irs(specs, target)
+    symbols = [entry_symbol(object_digest(k.text, target)) for k in irs]
+    export = target_machine(target).emit_assembly(library_export_module([k.info.name for k in irs], symbols, target))
+    return "\n".join([*(emit_kernel_assembly(k.text, target) for k in irs), export])

@@ -155,9 +155,9 @@ def kernel_irs(specs: list[KernelSpec], target: Target) -> list[KernelIR]:
     return [kernel_ir(spec, target) for spec in specs]
 
 
-def library_export_object(entry_names: list[str], symbols: list[str], target: Target) -> bytes:
-    """The object holding the kernel library's query function and its table: entry `entry_names[i]`
-    is the function `symbols[i]`, defined (hidden) in the kernels' objects."""
+def library_export_module(entry_names: list[str], symbols: list[str], target: Target) -> llvm.ModuleRef:
+    """The kernel library's query function and its table: entry `entry_names[i]` is the function
+    `symbols[i]`, defined (hidden) in the kernels' objects."""
     module = ir.Module(name="irp_library")
     module.triple = target.triple
     module.data_layout = data_layout(target)
@@ -167,4 +167,8 @@ def library_export_object(entry_names: list[str], symbols: list[str], target: Ta
     for fn in mod.functions:
         if fn.is_declaration:
             fn.visibility = "hidden"
-    return target_machine(target).emit_object(mod)
+    return mod
+
+
+def library_export_object(entry_names: list[str], symbols: list[str], target: Target) -> bytes:
+    return target_machine(target).emit_object(library_export_module(entry_names, symbols, target))

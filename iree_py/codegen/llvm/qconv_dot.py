@@ -1,20 +1,23 @@
-"""The "qconv_dot" kernel: QConv (one group, weight zero point 0) as int8 dot products, with the
-weight packed at compile time (codegen/qconv_packing.py: W'[Mp, Kp], k = (kh, kw, c)).
+"""The "qconv_dot" kernel: QConv / ConvInteger (one group) as int8 dot products, with the weight
+packed at compile time (codegen/qconv_packing.py: W'[Mp, Kp], k = (kh, kw, c), + w_offset).
 
 Structure (all sizes static):
   grid      x = output row oh × tile of T output columns (T a multiple of 4), z = batch n.
   im2col    col[t, k] (stack, T × Kp bytes): the input under tap k of output column ow0 + t,
             x_zp where the tap lies in the padding or k >= K. Filled with x_zp, then the valid
             column range of each (c, kh, kw) copied (ranges known at compile time).
+  sums      when a weight zero point w_zp'[m] (+ w_offset) may be non-zero: S[t] = sum_k col[t, k].
   dot       blocks of 4 columns × 4 output channels: 16 accumulators; per step of 16 bytes of k
             (64 with AVX512-VNNI: attrs dot_bytes), with <step/4 x i32> accumulators,
             acc[t][m] = partial_reduce_add(acc[t][m], ext(col[t, k:k+16]) * ext(W'[m, k:k+16]))
             (`llvm.vector.partial.reduce.add`: one sdot on Arm with dotprod; on x86 with VNNI the
-            u8 x i8 vpdpbusd, the input moved to u8 by + 128 in im2col). Reduced to one i32,
-            minus the compile-time x_zp * sum(W[m]), into a stack block acc[m, t] (the four columns'
-            sums of one channel by a tree of pairwise adds: one vector store).
+            u8 x i8 vpdpbusd, the input moved to u8 by + 128 in im2col, a u8 weight to i8 by - 128
+            when packed). Reduced to one i32, minus x_zp * (w_sum[m] - Kp * w_zp'[m]) and
+            w_zp'[m] * S[t] (qconv_packing.py's identity; x_zp and w_zp attributes or, for
+            ConvInteger, bindings read once), into a stack block acc[m, t] (the four columns' sums
+            of one channel by a tree of pairwise adds: one vector store).
   store     per output channel, a loop over the tile's columns: + bias[m], requantized, clamped,
-            one byte (requant.py), which LLVM vectorizes along the columns.
+            one byte (requant.py), or the int32 (requant "none"), which LLVM vectorizes along the columns.
 The int32 result equals qconv.py's modulo 2**32, which is all either keeps: bit-identical outputs.
 """
 from __future__ import annotations
@@ -25,7 +28,8 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (I8, I32, begin_kernel, const_i32, const_i64, element_ptr, entry_alloca,
                                          for_range, min_index, static_shape)
 from iree_py.codegen.llvm.qconv import valid_columns
-from iree_py.codegen.llvm.requant import acc_slot, check_q_operands, requantize_and_store
+from iree_py.codegen.llvm.requant import (acc_slot, check_q_operands, constant_table, load_q, requantize_and_store,
+                                          zero_point)
 from iree_py.codegen.qconv_packing import DOT_CHANNELS, round_up
 from iree_py.ir.opdef import pool_output_size
 from iree_py.ir.types import DType
@@ -35,6 +39,7 @@ COL_BYTES = 32768        # stack budget of the im2col tile
 ACC_BYTES = 32768        # stack budget of the int32 result block
 
 V4I32 = ir.VectorType(I32, 4)
+SUM_BYTES = 16           # bytes per step of the pixel sums
 
 
 def _intrinsic(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
@@ -51,7 +56,8 @@ def column_tile(out_width: int, k_padded: int, m_padded: int) -> int:
 
 
 def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
-    x_t, w_t, out_t, has_bias = check_q_operands(spec, "qconv_dot")
+    ops = check_q_operands(spec, "qconv_dot")
+    x_t, w_t, out_t = ops.x, ops.w, ops.out
     n, c, h, w = static_shape(x_t, f"qconv_dot kernel {spec.name} input")
     a = spec.attrs
     m, cw, kh_size, kw_size = (int(d) for d in a["weight_shape"])
@@ -72,8 +78,8 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
     kb = begin_kernel(module, spec.name, target)
     b = kb.builder
     x_buf, w_buf = kb.binding(0), kb.binding(1)
-    bias_buf = kb.binding(2) if has_bias else None
-    out_buf = kb.binding(len(spec.inputs))
+    bias_buf = kb.binding(ops.index["bias"]) if ops.has_bias else None
+    out_buf = kb.binding(ops.out_binding)
     col = entry_alloca(b, ir.ArrayType(I8, tile * kp), "col")
     acc_block = entry_alloca(b, ir.ArrayType(I32, mp * tile), "acc_block")
 
@@ -82,12 +88,17 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
     ow0 = b.mul(b.urem(row_tile, const_i64(tiles)), const_i64(tile))
     ow_end = min_index(b, b.add(ow0, const_i64(tile)), const_i64(ow_size))
     batch = kb.workgroup_id_index(2)
-    x_offset = int(a["x_offset"])
-    x_zp = int(a["x_zero_point"]) + x_offset
+    x_offset, w_offset = int(a["x_offset"]), int(a.get("w_offset", 0))
+    x_zp = b.add(zero_point(module, b, kb, ops, a, "x_zero_point", spec.name, const_i64(0)), const_i32(x_offset))
+    w_zp = _weight_zero_points(module, b, kb, ops, a, spec.name, m, mp, w_offset)
 
     _im2col(b, col, x_buf, (batch, oh, ow0, ow_end), (c, h, w, kh_size, kw_size, ow_size, kp, tile),
             (sh, sw, pt, pl, dh, dw), x_zp, x_offset)
-    _dot_blocks(module, b, col, w_buf, acc_block, (mp, kp, tile, step), a, spec, x_t.dtype, w_t.dtype)
+    sums = None
+    if "w_zero_point" in ops.index or any(int(z) + w_offset != 0 for z in a["w_zero_point"]):
+        sums = _pixel_sums(module, b, col, kp, tile, signed=a["dot"] == "partial_reduce" and x_t.dtype == DType.i8)
+    _dot_blocks(module, b, col, w_buf, acc_block, (mp, kp, tile, step), a, spec, x_t.dtype, w_t.dtype,
+                (x_zp, w_zp, sums))
 
     out_plane = const_i64(oh_size * ow_size)
     with for_range(b, 0, m, name="m") as mo:
@@ -103,13 +114,13 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
 
 
 def _im2col(b: ir.IRBuilder, col: ir.Value, x_buf: ir.Value, where: tuple, sizes: tuple, geometry: tuple,
-            x_zp: int, x_offset: int) -> None:
+            x_zp: ir.Value, x_offset: int) -> None:
     """col[t, (kh*KW + kw)*C + c] = x[batch, c, oh*sh - pt + kh*dh, (ow0+t)*sw - pl + kw*dw] + x_offset
-    (modulo 256), x_zp (which includes the offset) outside."""
+    (modulo 256), x_zp (i32, which includes the offset) outside."""
     batch, oh, ow0, ow_end = where
     c, h, w, kh_size, kw_size, ow_size, kp, tile = sizes
     sh, sw, pt, pl, dh, dw = geometry
-    fill = ir.Constant(I8, x_zp & 0xFF)
+    fill = b.trunc(x_zp, I8)
     with for_range(b, 0, tile * kp, name="fill") as i:
         b.store(fill, b.gep(col, [const_i64(0), i], inbounds=True), align=1)
     ih0 = b.sub(b.mul(oh, const_i64(sh)), const_i64(pt))
@@ -134,13 +145,53 @@ def _im2col(b: ir.IRBuilder, col: ir.Value, x_buf: ir.Value, where: tuple, sizes
                         b.store(v, b.gep(col, [const_i64(0), slot], inbounds=True), align=1)
 
 
+def _weight_zero_points(module: ir.Module, b: ir.IRBuilder, kb, ops, attrs: dict, prefix: str, m: int, mp: int,
+                        w_offset: int):
+    """channel (i64, < Mp) -> w_zp[channel] + w_offset as i32 (0 for the padding channels >= M): a
+    constant, a constant table, or a load from the w_zero_point binding."""
+    if "w_zero_point" in ops.index:
+        binding, zp_t = kb.binding(ops.index["w_zero_point"]), ops.types["w_zero_point"]
+        last = const_i64(int(zp_t.shape[0]) - 1)
+
+        def load(channel: ir.Value) -> ir.Value:
+            index = b.select(b.icmp_unsigned("<", channel, last), channel, last)
+            return b.add(load_q(b, binding, index, zp_t.dtype), const_i32(w_offset))
+        return load
+    values = [int(z) + w_offset for z in attrs["w_zero_point"]]
+    if len(values) == 1:
+        return lambda channel: const_i32(values[0])
+    table = constant_table(module, f"{prefix}.w_zero_point", values + [0] * (mp - m), I32)
+    return lambda channel: b.load(b.gep(table, [const_i64(0), channel], source_etype=table.value_type), typ=I32,
+                                  align=4)
+
+
+def _pixel_sums(module: ir.Module, b: ir.IRBuilder, col: ir.Value, kp: int, tile: int, signed: bool) -> ir.Value:
+    """S[t] = sum_k col[t, k] (bytes as the dot reads them: signed or not) into a stack [T] i32 array."""
+    wide_ty = ir.VectorType(I32, SUM_BYTES)
+    partial = _intrinsic(module, f"llvm.vector.partial.reduce.add.v4i32.v{SUM_BYTES}i32", V4I32, [V4I32, wide_ty])
+    reduce = _intrinsic(module, "llvm.vector.reduce.add.v4i32", I32, [V4I32])
+    sums = entry_alloca(b, ir.ArrayType(I32, tile), "pixel_sums")
+    running = entry_alloca(b, V4I32, "pixel_sum")
+    extend = b.sext if signed else b.zext
+    with for_range(b, 0, tile, name="st") as t:
+        b.store(ir.Constant(V4I32, [0] * 4), running, align=16)
+        with for_range(b, 0, kp, step=SUM_BYTES, name="sk") as k:
+            v = b.load(col_ptr(b, col, b.add(b.mul(t, const_i64(kp)), k)), typ=ir.VectorType(I8, SUM_BYTES), align=1)
+            b.store(b.call(partial, [b.load(running, typ=V4I32, align=16), extend(v, wide_ty)]), running, align=16)
+        b.store(b.call(reduce, [b.load(running, typ=V4I32, align=16)]), acc_slot(b, sums, t), align=4)
+    return sums
+
+
 def _dot_blocks(module: ir.Module, b: ir.IRBuilder, col: ir.Value, w_buf: ir.Value, acc_block: ir.Value,
-                sizes: tuple, attrs: dict, spec: KernelSpec, x_dtype, w_dtype) -> None:
-    """acc_block[m, t] = sum_k col[t, k] * W'[m, k] - x_zp * sum(W[m]) for all m < Mp, t < T."""
+                sizes: tuple, attrs: dict, spec: KernelSpec, x_dtype, w_dtype, zero_points: tuple) -> None:
+    """acc_block[m, t] = sum_k col[t, k] * W'[m, k] - x_zp * (w_sum[m] - Kp * w_zp'[m]) - w_zp'[m] * S[t]
+    for all m < Mp, t < T. zero_points: x_zp (i32, with the input offset), w_zp' (channel -> i32,
+    with the weight offset) and the pixel sums S (None: every w_zp' is 0)."""
     mp, kp, tile, step = sizes
+    x_zp, w_zp, sums = zero_points
     bytes_ty, acc_ty = ir.VectorType(I8, step), ir.VectorType(I32, step // 4)
     dot = _dot_step(module, b, attrs["dot"], step, x_dtype, w_dtype)
-    corrections = _correction_table(module, spec.name, list(attrs["x_zp_w_sum"]), mp)
+    weight_sums = _weight_sum_table(module, spec.name, list(attrs["w_sum"]), mp)
     accs = [[entry_alloca(b, acc_ty, f"acc{p}_{q}") for q in range(DOT_CHANNELS)] for p in range(PIXELS)]
     zero = ir.Constant(acc_ty, [0] * acc_ty.count)
     with for_range(b, 0, mp, step=DOT_CHANNELS, name="mb") as m0:
@@ -159,10 +210,16 @@ def _dot_blocks(module: ir.Module, b: ir.IRBuilder, col: ir.Value, w_buf: ir.Val
                         b.store(dot(b.load(slot, typ=acc_ty, align=16), xs[p], ws[q]), slot, align=16)
             for q in range(DOT_CHANNELS):
                 mq = b.add(m0, const_i64(q))
-                corr = b.load(b.gep(corrections, [const_i64(0), mq], source_etype=corrections.value_type),
-                              typ=I32, align=4)
+                w_sum = b.load(b.gep(weight_sums, [const_i64(0), mq], source_etype=weight_sums.value_type),
+                               typ=I32, align=4)
                 lanes = [_fold_to_4(b, b.load(accs[p][q], typ=acc_ty, align=16)) for p in range(PIXELS)]
-                totals = b.sub(_sum_each(b, lanes), _splat_i32(b, corr))
+                if sums is None:
+                    totals = b.sub(_sum_each(b, lanes), _splat_i32(b, b.mul(x_zp, w_sum)))
+                else:
+                    zp = w_zp(mq)
+                    corr = b.mul(x_zp, b.sub(w_sum, b.mul(const_i32(kp), zp)))
+                    pixel = b.load(b.bitcast(acc_slot(b, sums, t0), V4I32.as_pointer()), typ=V4I32, align=4)
+                    totals = b.sub(b.sub(_sum_each(b, lanes), _splat_i32(b, corr)), b.mul(_splat_i32(b, zp), pixel))
                 slot = acc_slot(b, acc_block, b.add(b.mul(mq, const_i64(tile)), t0))
                 b.store(totals, b.bitcast(slot, V4I32.as_pointer()), align=4)
 
@@ -215,9 +272,9 @@ def col_ptr(b: ir.IRBuilder, col: ir.Value, index: ir.Value) -> ir.Value:
     return b.gep(col, [const_i64(0), index], inbounds=True)
 
 
-def _correction_table(module: ir.Module, prefix: str, values: list[int], padded: int) -> ir.GlobalVariable:
+def _weight_sum_table(module: ir.Module, prefix: str, values: list[int], padded: int) -> ir.GlobalVariable:
     array_ty = ir.ArrayType(I32, padded)
-    table = ir.GlobalVariable(module, array_ty, name=f"{prefix}.x_zp_w_sum")
+    table = ir.GlobalVariable(module, array_ty, name=f"{prefix}.w_sum")
     table.initializer = ir.Constant(array_ty, [int(v) for v in values] + [0] * (padded - len(values)))
     table.global_constant = True
     table.linkage = "internal"

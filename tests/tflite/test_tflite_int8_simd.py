@@ -149,8 +149,8 @@ def test_benchmark_block_on_arm64():
 
 @pytest.mark.parametrize("case", [CONV_CASES[0], CONV_CASES[5]], ids=["conv0", "conv5"])
 def test_conv_dot_kernel_without_vnni(case):
-    """The "x86_64" target (Haswell: AVX2, no VNNI) takes the generic partial-reduction dot
-    product; its module runs on this machine."""
+    """The "x86_64" target (Haswell: AVX2, no VNNI) takes the exact vpmaddwd dot product of bytes
+    widened to i16 (qconv_packing.dot_instruction); its module runs on this machine."""
     from tflite_harness import complete_shapes
     from tflite_quant_harness import assert_equal, random_inputs, run_interpreter
 

@@ -12,7 +12,7 @@ Structure (all sizes static):
             acc[t][m] = partial_reduce_add(acc[t][m], ext(col[t, k:k+16]) * ext(W'[m, k:k+16]))
             (`llvm.vector.partial.reduce.add`: one sdot on Arm with dotprod; on x86 with VNNI the
             u8 x i8 vpdpbusd, the input moved to u8 by + 128 in im2col, a u8 weight to i8 by - 128
-            when packed). Reduced to one i32, minus x_zp * (w_sum[m] - Kp * w_zp'[m]) and
+            when packed; on x86 AVX2 without VNNI vpmaddwd of the bytes widened to i16, exact). Reduced to one i32, minus x_zp * (w_sum[m] - Kp * w_zp'[m]) and
             w_zp'[m] * S[t] (qconv_packing.py's identity; x_zp and w_zp attributes or, for
             ConvInteger, bindings read once), into a stack block acc[m, t] (the four columns' sums
             of one channel by a tree of pairwise adds: one vector store).
@@ -189,7 +189,7 @@ def _dot_blocks(module: ir.Module, b: ir.IRBuilder, col: ir.Value, w_buf: ir.Val
     with the weight offset) and the pixel sums S (None: every w_zp' is 0)."""
     mp, kp, tile, step = sizes
     x_zp, w_zp, sums = zero_points
-    bytes_ty, acc_ty = ir.VectorType(I8, step), ir.VectorType(I32, step // 4)
+    bytes_ty, acc_ty = ir.VectorType(I8, step), ir.VectorType(I32, accumulator_lanes(attrs["dot"], step))
     dot = _dot_step(module, b, attrs["dot"], step, x_dtype, w_dtype)
     weight_sums = _weight_sum_table(module, spec.name, list(attrs["w_sum"]), mp)
     accs = [[entry_alloca(b, acc_ty, f"acc{p}_{q}") for q in range(DOT_CHANNELS)] for p in range(PIXELS)]
@@ -224,20 +224,34 @@ def _dot_blocks(module: ir.Module, b: ir.IRBuilder, col: ir.Value, w_buf: ir.Val
                 b.store(totals, b.bitcast(slot, V4I32.as_pointer()), align=4)
 
 
+def accumulator_lanes(instruction: str, step: int) -> int:
+    """i32 lanes of one accumulator: a 4-byte group per lane, a 2-byte pair for pmaddwd."""
+    return step // 2 if instruction == "pmaddwd" else step // 4
+
+
 def _dot_step(module: ir.Module, b: ir.IRBuilder, instruction: str, step: int, x_dtype: DType, w_dtype: DType):
-    """acc (<step/4 x i32>), x, w (<step x i8>) -> acc + the 4-byte group sums of x * w, as
-    `instruction` says: "vpdpbusd" (x86 VNNI, x as u8, w as i8; 16, 32 or 64 bytes) or
+    """acc (<accumulator_lanes x i32>), x, w (<step x i8>) -> acc + the group sums of x * w, as
+    `instruction` says: "vpdpbusd" (x86 VNNI, x as u8, w as i8; 16, 32 or 64 bytes), "pmaddwd" (x86
+    AVX2 without VNNI, 16 bytes: both sides widened to i16, vpmaddwd adds the exact i32 products of
+    each pair, which no 8-bit product can overflow; not the saturating u8 x i8 vpmaddubsw) or
     "partial_reduce" (any target, 16 bytes; sdot/udot on Arm)."""
-    bytes_ty, acc_ty, wide_ty = ir.VectorType(I8, step), ir.VectorType(I32, step // 4), ir.VectorType(I32, step)
+    bytes_ty, wide_ty = ir.VectorType(I8, step), ir.VectorType(I32, step)
+    acc_ty = ir.VectorType(I32, accumulator_lanes(instruction, step))
+    x_ext = b.sext if x_dtype == DType.i8 else b.zext
+    w_ext = b.sext if w_dtype == DType.i8 else b.zext
     if instruction == "vpdpbusd":
         vnni = _intrinsic(module, f"llvm.x86.avx512.vpdpbusd.{8 * step}", acc_ty, [acc_ty, bytes_ty, bytes_ty])
         return lambda acc, x, w: b.call(vnni, [acc, x, w])
+    if instruction == "pmaddwd":
+        if step != 16:
+            raise ValueError(f"qconv_dot: pmaddwd steps over 16 bytes, not {step}")
+        halves = ir.VectorType(ir.IntType(16), 16)
+        pmadd = _intrinsic(module, "llvm.x86.avx2.pmadd.wd", acc_ty, [halves, halves])
+        return lambda acc, x, w: b.add(acc, b.call(pmadd, [x_ext(x, halves), w_ext(w, halves)]))
     if instruction != "partial_reduce":
         raise ValueError(f"qconv_dot: unknown dot instruction {instruction!r}")
     partial = _intrinsic(module, f"llvm.vector.partial.reduce.add.v{step // 4}i32.v{step}i32", acc_ty,
                          [acc_ty, wide_ty])
-    x_ext = b.sext if x_dtype == DType.i8 else b.zext
-    w_ext = b.sext if w_dtype == DType.i8 else b.zext
     return lambda acc, x, w: b.call(partial, [acc, b.mul(x_ext(x, wide_ty), w_ext(w, wide_ty))])
 
 

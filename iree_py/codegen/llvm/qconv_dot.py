@@ -96,7 +96,7 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
             (sh, sw, pt, pl, dh, dw), x_zp, x_offset)
     sums = None
     if "w_zero_point" in ops.index or any(int(z) + w_offset != 0 for z in a["w_zero_point"]):
-        sums = _pixel_sums(module, b, col, kp, tile, signed=a["dot"] == "partial_reduce" and x_t.dtype == DType.i8)
+        sums = _pixel_sums(module, b, col, kp, tile, signed=a["dot"] != "vpdpbusd" and x_t.dtype == DType.i8)
     _dot_blocks(module, b, col, w_buf, acc_block, (mp, kp, tile, step), a, spec, x_t.dtype, w_t.dtype,
                 (x_zp, w_zp, sums))
 

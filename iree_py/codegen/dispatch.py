@@ -274,7 +274,7 @@ def dispatch_for(node: Node, name: str, defined: set[int], target: Target | None
         return _elementwise_spec(node, name, defined)
     if node.op in INTEGER_KERNELS:
         dispatch = _integer_spec(node, name)
-        if dispatch.spec.kind == "qconv" and target is not None and dispatch.spec.inputs[0].is_static:
+        if dispatch.spec.kind == "qconv" and target is not None:
             return choose_qconv_kernel(dispatch, target)
         return dispatch
     if node.op not in DIRECT_KERNELS:
@@ -292,6 +292,6 @@ def dispatch_for(node: Node, name: str, defined: set[int], target: Target | None
     spec = KernelSpec(name, kind, tuple(v.type for v in inputs), tuple(v.type for v in node.outputs), attrs, (),
                       _source_nodes(node))
     dispatch = Dispatch(node, spec, inputs, list(node.outputs))
-    if node.op == "QConv" and target is not None and spec.inputs[0].is_static:
+    if node.op == "QConv" and target is not None:
         return choose_qconv_kernel(dispatch, target)
     return dispatch

@@ -42,12 +42,12 @@ def round_up(value: int, multiple: int) -> int:
 
 
 def wants_dot_kernel(spec, weight: Value, target: Target) -> bool:
-    """The dot-product kernel applies: a constant 4-D weight, one group, i8/u8 operands, a target
-    with integer SIMD."""
+    """The dot-product kernel applies: a constant 4-D weight, one group, i8/u8 operands, static
+    input channels (N, H, W may be symbolic), a target with integer SIMD."""
     a = spec.attrs
     if target.arch not in DOT_ARCHS or not weight.is_const or len(weight.type.shape) != 4:
         return False
-    if len(spec.inputs[0].shape) != 4 or int(a["group"]) != 1:
+    if len(spec.inputs[0].shape) != 4 or not isinstance(spec.inputs[0].shape[1], int) or int(a["group"]) != 1:
         return False
     return spec.inputs[0].dtype in QDTYPES and weight.type.dtype in QDTYPES
 

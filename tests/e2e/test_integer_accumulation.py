@@ -174,14 +174,19 @@ def test_deep_integer_products_match_the_specification(case: str, target: str):
     assert_bit_exact(module.main.call(*inputs)[0], run_spec(m, inputs)[0], f"{case} on {target}")
 
 
-@pytest.mark.parametrize("target", sorted(DEVICES))
-def test_conv_integer_with_a_symbolic_width(target: str):
+def conv_integer_symbolic_width() -> onnx.ModelProto:
     """ConvInteger on a symbolic width (as OCR models' 1 x 1 x 64 x width input) with a run-time
-    input zero point: one module, several widths, including an output one column wide."""
+    input zero point."""
     w = extreme(np.uint8, (6, 64, 3, 3), 0, 17)
     node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], strides=[2, 1], pads=[1, 2, 1, 0])
     feeds = {"x": np.zeros((1, 64, 7, 1), np.uint8), "xz": np.array(0, np.uint8)}
-    m = onnx_model(node, feeds, {"w": w, "wz": np.array(255, np.uint8)}, 10, dims={"x": [1, 64, 7, "width"]})
+    return onnx_model(node, feeds, {"w": w, "wz": np.array(255, np.uint8)}, 10, dims={"x": [1, 64, 7, "width"]})
+
+
+@pytest.mark.parametrize("target", sorted(DEVICES))
+def test_conv_integer_with_a_symbolic_width(target: str):
+    """One module, several widths, including an output one column wide."""
+    m = conv_integer_symbolic_width()
     module = iree_py.load(iree_py.compile(m.SerializeToString(), target=target, dim_bounds={"width": (1, 200)}),
                           device=DEVICES[target])
     for width in (1, 17, 200):
@@ -189,12 +194,31 @@ def test_conv_integer_with_a_symbolic_width(target: str):
         assert_bit_exact(module.main.call(*inputs)[0], run_spec(m, inputs)[0], f"width {width} on {target}")
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("target", sorted(DEVICES))
+def test_qlinear_conv_with_a_symbolic_width(target: str):
+    """QLinearConv with a constant weight (QConv: requantized in the kernel) on a symbolic width,
+    depth 64 x 3 x 3 at the extremes."""
+    w = extreme(np.int8, (5, 64, 3, 3), -128, 18)
+    params = {"x_scale": np.array(0.001, np.float32), "x_zp": np.array(0, np.uint8), "w": w,
+              "w_scale": np.array(0.002, np.float32), "w_zp": np.array(0, np.int8),
+              "y_scale": np.array(0.5, np.float32), "y_zp": np.array(250, np.uint8)}
+    node = helper.make_node("QLinearConv", ["x", *params], ["y"], pads=[1, 1, 1, 1])
+    m = onnx_model(node, {"x": np.zeros((1, 64, 5, 1), np.uint8)}, params, 10, np.uint8,
+                   dims={"x": [1, 64, 5, "width"]})
+    module = iree_py.load(iree_py.compile(m.SerializeToString(), target=target, dim_bounds={"width": (1, 64)}),
+                          device=DEVICES[target])
+    for width in (1, 64):
+        x = extreme(np.uint8, (1, 64, 5, width), 255, 19 + width)
+        assert_bit_exact(module.main.call(x)[0], run_spec(m, [x])[0], f"width {width} on {target}")
+
+
+@pytest.mark.parametrize("case", [*sorted(CASES), "conv_integer_symbolic_width"])
 def test_riscv32_kernels_need_no_compiler_builtins(case: str):
     """The qconv / qmatmul kernels link into a riscv32 flat image without libgcc (32-bit: no i64
-    division or multiplication helpers)."""
+    division or multiplication helpers), with symbolic dims too."""
     t = load_target("riscv32")
-    graph = run_pipeline(import_onnx(CASES[case]()[0]), out=lambda _: None)
+    m = conv_integer_symbolic_width() if case == "conv_integer_symbolic_width" else CASES[case]()[0]
+    graph = run_pipeline(import_onnx(m), out=lambda _: None)
     specs, _ = deduplicate([d.spec for d in partition(graph, plan_memory(graph).elided, t)
                             if d.spec.kind in ("qconv", "qmatmul")])
     assert specs, case

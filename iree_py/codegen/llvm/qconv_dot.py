@@ -1,11 +1,11 @@
 """The "qconv_dot" kernel: QConv / ConvInteger (one group) as int8 dot products, with the weight
 packed at compile time (codegen/qconv_packing.py: W'[Mp, Kp], k = (kh, kw, c), + w_offset).
 
-Structure (all sizes static):
+Structure (N, H, W and so OH, OW may be symbolic, as in qconv.py; C, M and the kernel are static):
   grid      x = output row oh × tile of T output columns (T a multiple of 4), z = batch n.
   im2col    col[t, k] (stack, T × Kp bytes): the input under tap k of output column ow0 + t,
             x_zp where the tap lies in the padding or k >= K. Filled with x_zp, then the valid
-            column range of each (c, kh, kw) copied (ranges known at compile time).
+            column range of each (c, kh, kw) copied (ranges known at compile time for a static width).
   sums      when a weight zero point w_zp'[m] (+ w_offset) may be non-zero: S[t] = sum_k col[t, k].
   dot       blocks of 4 columns × 4 output channels: 16 accumulators; per step of 16 bytes of k
             (64 with AVX512-VNNI: attrs dot_bytes), with <step/4 x i32> accumulators,
@@ -25,14 +25,17 @@ from __future__ import annotations
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import (I8, I32, begin_kernel, const_i32, const_i64, element_ptr, entry_alloca,
-                                         for_range, min_index, static_shape)
-from iree_py.codegen.llvm.qconv import valid_columns
+from iree_py.codegen.llvm.common import (I8, I32, as_index, const_i32, const_i64, element_ptr, entry_alloca, for_range,
+                                         min_index, static_shape)
+from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
+from iree_py.codegen.llvm.qconv import column_range
 from iree_py.codegen.llvm.requant import (acc_slot, check_q_operands, constant_table, load_q, requantize_and_store,
                                           zero_point)
 from iree_py.codegen.qconv_packing import DOT_CHANNELS, round_up
-from iree_py.ir.opdef import pool_output_size
-from iree_py.ir.types import DType
+from iree_py.ir.dim_checks import product
+from iree_py.ir.opdef import pool_output_dim
+from iree_py.ir.symbols import call, dim
+from iree_py.ir.types import Dim, DType
 
 PIXELS = 4               # output columns per register block
 COL_BYTES = 32768        # stack budget of the im2col tile
@@ -48,51 +51,55 @@ def _intrinsic(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) 
     return ir.Function(module, ir.FunctionType(ret, args), name=name)
 
 
-def column_tile(out_width: int, k_padded: int, m_padded: int) -> int:
-    """Output columns per workgroup: a multiple of PIXELS within both stack budgets."""
+def column_tile(out_width: Dim, k_padded: int, m_padded: int) -> int:
+    """Output columns per workgroup: a multiple of PIXELS within both stack budgets (the whole
+    budget for a symbolic width)."""
     limit = min(COL_BYTES // k_padded, ACC_BYTES // (4 * m_padded))
     limit = max(PIXELS, limit // PIXELS * PIXELS)
-    return min(round_up(out_width, PIXELS), limit)
+    return min(round_up(out_width, PIXELS), limit) if isinstance(out_width, int) else limit
 
 
 def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
     ops = check_q_operands(spec, "qconv_dot")
     x_t, w_t, out_t = ops.x, ops.w, ops.out
-    n, c, h, w = static_shape(x_t, f"qconv_dot kernel {spec.name} input")
+    if x_t.rank != 4 or out_t.rank != 4:
+        raise ValueError(f"qconv_dot kernel {spec.name}: wants 4-D X and output, got {x_t} -> {out_t}")
+    n, c, h, w = (dim(d) for d in x_t.shape)
     a = spec.attrs
     m, cw, kh_size, kw_size = (int(d) for d in a["weight_shape"])
     (sh, sw), (pt, pl, pb, pr), (dh, dw) = a["strides"], a["pads"], a["dilations"]
-    oh_size = pool_output_size(h, kh_size, sh, pt, pb, dh, 0)
-    ow_size = pool_output_size(w, kw_size, sw, pl, pr, dw, 0)
-    k_size = c * kh_size * kw_size
+    oh_size = pool_output_dim(h, kh_size, sh, pt, pb, dh, 0)
+    ow_size = pool_output_dim(w, kw_size, sw, pl, pr, dw, 0)
     step = int(a["dot_bytes"])
-    mp, kp = round_up(m, DOT_CHANNELS), round_up(k_size, step)
+    mp, kp = round_up(m, DOT_CHANNELS), round_up(cw * kh_size * kw_size, step)
     if int(a["group"]) != 1 or cw != c or static_shape(w_t, f"qconv_dot kernel {spec.name} weight") != (mp, kp):
         raise ValueError(f"qconv_dot kernel {spec.name}: X {x_t}, packed W {w_t} (weight shape {a['weight_shape']}) "
                          f"do not match one group with W'[{mp}, {kp}]")
-    if static_shape(out_t, f"qconv_dot kernel {spec.name} output") != (n, m, oh_size, ow_size):
+    if tuple(dim(d) for d in out_t.shape) != (n, m, oh_size, ow_size):
         raise ValueError(f"qconv_dot kernel {spec.name}: expected output {(n, m, oh_size, ow_size)}, got {out_t}")
     tile = column_tile(ow_size, kp, mp)
-    tiles = -(-ow_size // tile)
+    tiles = dim(call("ceildiv", ow_size, tile))
 
-    kb = begin_kernel(module, spec.name, target)
-    b = kb.builder
-    x_buf, w_buf = kb.binding(0), kb.binding(1)
-    bias_buf = kb.binding(ops.index["bias"]) if ops.has_bias else None
-    out_buf = kb.binding(ops.out_binding)
+    dk = begin_dynamic_kernel(module, spec, target)
+    b = dk.builder
+    h_v, w_v, oh_v, ow_v, tiles_v = (dk.dim(d) for d in (h, w, oh_size, ow_size, tiles))
+    columns = [column_range(dk, kw, w, ow_size, sw, pl, dw) for kw in range(kw_size)]   # computed once, up front
+    x_buf, w_buf = dk.binding(0), dk.binding(1)
+    bias_buf = dk.binding(ops.index["bias"]) if ops.has_bias else None
+    out_buf = dk.binding(ops.out_binding)
     col = entry_alloca(b, ir.ArrayType(I8, tile * kp), "col")
     acc_block = entry_alloca(b, ir.ArrayType(I32, mp * tile), "acc_block")
 
-    row_tile = kb.workgroup_id_index(0)
-    oh = b.udiv(row_tile, const_i64(tiles))
-    ow0 = b.mul(b.urem(row_tile, const_i64(tiles)), const_i64(tile))
-    ow_end = min_index(b, b.add(ow0, const_i64(tile)), const_i64(ow_size))
-    batch = kb.workgroup_id_index(2)
+    row_tile = dk.workgroup_id_index(0)
+    oh = b.udiv(row_tile, tiles_v)
+    ow0 = b.mul(b.urem(row_tile, tiles_v), const_i64(tile))
+    ow_end = min_index(b, b.add(ow0, const_i64(tile)), ow_v)
+    batch = dk.workgroup_id_index(2)
     x_offset, w_offset = int(a["x_offset"]), int(a.get("w_offset", 0))
-    x_zp = b.add(zero_point(module, b, kb, ops, a, "x_zero_point", spec.name, const_i64(0)), const_i32(x_offset))
-    w_zp = _weight_zero_points(module, b, kb, ops, a, spec.name, m, mp, w_offset)
+    x_zp = b.add(zero_point(module, b, dk, ops, a, "x_zero_point", spec.name, const_i64(0)), const_i32(x_offset))
+    w_zp = _weight_zero_points(module, b, dk, ops, a, spec.name, m, mp, w_offset)
 
-    _im2col(b, col, x_buf, (batch, oh, ow0, ow_end), (c, h, w, kh_size, kw_size, ow_size, kp, tile),
+    _im2col(b, col, x_buf, (batch, oh, ow0, ow_end), (c, h_v, w_v, kh_size, kw_size, kp, tile), columns,
             (sh, sw, pt, pl, dh, dw), x_zp, x_offset)
     sums = None
     if "w_zero_point" in ops.index or any(int(z) + w_offset != 0 for z in a["w_zero_point"]):
@@ -100,25 +107,24 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
     _dot_blocks(module, b, col, w_buf, acc_block, (mp, kp, tile, step), a, spec, x_t.dtype, w_t.dtype,
                 (x_zp, w_zp, sums))
 
-    out_plane = const_i64(oh_size * ow_size)
+    out_plane = b.mul(oh_v, ow_v)
     with for_range(b, 0, m, name="m") as mo:
-        out_row = b.add(b.mul(b.add(b.mul(batch, const_i64(m)), mo), out_plane), b.mul(oh, const_i64(ow_size)))
+        out_row = b.add(b.mul(b.add(b.mul(batch, const_i64(m)), mo), out_plane), b.mul(oh, ow_v))
         block_row = b.mul(mo, const_i64(tile))
         with for_range(b, ow0, ow_end, name="store") as ow:
             total = b.load(acc_slot(b, acc_block, b.add(block_row, b.sub(ow, ow0))), typ=I32, align=4)
             requantize_and_store(b, module, a, total, bias_buf, mo, spec.name, out_buf, b.add(out_row, ow))
-    kb.finish()
-
-    lengths = tuple(t.num_bytes for t in spec.inputs) + (out_t.num_bytes,)
-    return KernelInfo(spec.name, (oh_size * tiles, 1, n), (), lengths)
+    dk.finish()
+    return dk.info(workgroup_count=(product([oh_size, tiles]), 1, n))
 
 
-def _im2col(b: ir.IRBuilder, col: ir.Value, x_buf: ir.Value, where: tuple, sizes: tuple, geometry: tuple,
-            x_zp: ir.Value, x_offset: int) -> None:
+def _im2col(b: ir.IRBuilder, col: ir.Value, x_buf: ir.Value, where: tuple, sizes: tuple, columns: list,
+            geometry: tuple, x_zp: ir.Value, x_offset: int) -> None:
     """col[t, (kh*KW + kw)*C + c] = x[batch, c, oh*sh - pt + kh*dh, (ow0+t)*sw - pl + kw*dw] + x_offset
-    (modulo 256), x_zp (i32, which includes the offset) outside."""
+    (modulo 256), x_zp (i32, which includes the offset) outside. h, w: i64 values; columns[kw]:
+    qconv.column_range's (lo, hi) of each kernel column, None when empty."""
     batch, oh, ow0, ow_end = where
-    c, h, w, kh_size, kw_size, ow_size, kp, tile = sizes
+    c, h, w, kh_size, kw_size, kp, tile = sizes
     sh, sw, pt, pl, dh, dw = geometry
     fill = b.trunc(x_zp, I8)
     with for_range(b, 0, tile * kp, name="fill") as i:
@@ -126,16 +132,16 @@ def _im2col(b: ir.IRBuilder, col: ir.Value, x_buf: ir.Value, where: tuple, sizes
     ih0 = b.sub(b.mul(oh, const_i64(sh)), const_i64(pt))
     with for_range(b, 0, kh_size, name="kh") as kh:
         ih = b.add(ih0, b.mul(kh, const_i64(dh)))
-        with b.if_then(b.icmp_unsigned("<", ih, const_i64(h))):
+        with b.if_then(b.icmp_unsigned("<", ih, h)):
             with for_range(b, 0, c, name="c") as ci:
-                x_row = b.mul(b.add(b.mul(b.add(b.mul(batch, const_i64(c)), ci), const_i64(h)), ih), const_i64(w))
+                x_row = b.mul(b.add(b.mul(b.add(b.mul(batch, const_i64(c)), ci), h), ih), w)
                 k_row = b.add(b.mul(kh, const_i64(kw_size * c)), ci)
                 for kw in range(kw_size):
-                    lo_kw, hi_kw = valid_columns(kw, w, ow_size, sw, pl, dw)
-                    if lo_kw >= hi_kw:
+                    if columns[kw] is None:
                         continue
+                    lo_kw, hi_kw = columns[kw]
                     lo = b.select(b.icmp_signed(">", ow0, const_i64(lo_kw)), ow0, const_i64(lo_kw))
-                    hi = min_index(b, ow_end, const_i64(hi_kw))
+                    hi = min_index(b, ow_end, as_index(hi_kw))
                     x_base = b.add(x_row, const_i64(kw * dw - pl))
                     k = b.add(k_row, const_i64(kw * c))
                     with for_range(b, lo, hi, name=f"ow{kw}") as ow:
@@ -145,7 +151,7 @@ def _im2col(b: ir.IRBuilder, col: ir.Value, x_buf: ir.Value, where: tuple, sizes
                         b.store(v, b.gep(col, [const_i64(0), slot], inbounds=True), align=1)
 
 
-def _weight_zero_points(module: ir.Module, b: ir.IRBuilder, kb, ops, attrs: dict, prefix: str, m: int, mp: int,
+def _weight_zero_points(module: ir.Module, b: ir.IRBuilder, kb: DynamicKernel, ops, attrs: dict, prefix: str, m: int, mp: int,
                         w_offset: int):
     """channel (i64, < Mp) -> w_zp[channel] + w_offset as i32 (0 for the padding channels >= M): a
     constant, a constant table, or a load from the w_zero_point binding."""

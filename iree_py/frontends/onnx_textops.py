@@ -198,8 +198,8 @@ def qlinear_matmul(ctx: "OnnxContext") -> list[Value]:
         return onnx_quant.qlinear_matmul(ctx)
     _check_8bit(ctx, a, "a")
     _check_8bit(ctx, b, "b")
-    columns = int(b.type.shape[-1])
     acc = onnx_quant.integer_matmul(ctx, a, b, _zp(ctx, 2), _zp(ctx, 5))
+    columns = int(b.type.shape[-1])
     m = _multiplier(ctx, _per_tensor(ctx, 1, "a_scale"), _channel_param(ctx, 4, "b_scale", columns, [columns]),
                     _per_tensor(ctx, 6, "y_scale"))
     return [_requantize(ctx, ctx.emit("Cast", [acc], {"to": "f32"}), m, 7, a.type.dtype.value)]

@@ -147,7 +147,8 @@ CASES = {
 
 
 def assert_bit_exact(got: np.ndarray, want: np.ndarray, what: str) -> None:
-    assert got.dtype == want.dtype and got.shape == want.shape, f"{what}: {got.dtype}{got.shape} != {want.dtype}{want.shape}"
+    assert got.dtype == want.dtype and got.shape == want.shape, \
+        f"{what}: {got.dtype}{got.shape} != {want.dtype}{want.shape}"
     wrong = np.argwhere(got != want)
     assert wrong.size == 0, (f"{what}: {len(wrong)} of {got.size} differ, first at {tuple(wrong[0])}: "
                              f"{got[tuple(wrong[0])]} != {want[tuple(wrong[0])]}")

@@ -12,10 +12,11 @@ Structure (N, H, W and so OH, OW may be symbolic, as in qconv.py; C, M and the k
             acc[t][m] = partial_reduce_add(acc[t][m], ext(col[t, k:k+16]) * ext(W'[m, k:k+16]))
             (`llvm.vector.partial.reduce.add`: one sdot on Arm with dotprod; on x86 with VNNI the
             u8 x i8 vpdpbusd, the input moved to u8 by + 128 in im2col, a u8 weight to i8 by - 128
-            when packed; on x86 AVX2 without VNNI vpmaddwd of the bytes widened to i16, exact). Reduced to one i32, minus x_zp * (w_sum[m] - Kp * w_zp'[m]) and
-            w_zp'[m] * S[t] (qconv_packing.py's identity; x_zp and w_zp attributes or, for
-            ConvInteger, bindings read once), into a stack block acc[m, t] (the four columns' sums
-            of one channel by a tree of pairwise adds: one vector store).
+            when packed; on x86 AVX2 without VNNI vpmaddwd of the bytes widened to i16, exact).
+            Reduced to one i32, minus x_zp * (w_sum[m] - Kp * w_zp'[m]) and w_zp'[m] * S[t]
+            (qconv_packing.py's identity; x_zp and w_zp attributes or, for ConvInteger, bindings read
+            once), into a stack block acc[m, t] (the four columns' sums of one channel by a tree of
+            pairwise adds: one vector store).
   store     per output channel, a loop over the tile's columns: + bias[m], requantized, clamped,
             one byte (requant.py), or the int32 (requant "none"), which LLVM vectorizes along the columns.
 The int32 result equals qconv.py's modulo 2**32, which is all either keeps: bit-identical outputs.
@@ -151,8 +152,8 @@ def _im2col(b: ir.IRBuilder, col: ir.Value, x_buf: ir.Value, where: tuple, sizes
                         b.store(v, b.gep(col, [const_i64(0), slot], inbounds=True), align=1)
 
 
-def _weight_zero_points(module: ir.Module, b: ir.IRBuilder, kb: DynamicKernel, ops, attrs: dict, prefix: str, m: int, mp: int,
-                        w_offset: int):
+def _weight_zero_points(module: ir.Module, b: ir.IRBuilder, kb: DynamicKernel, ops, attrs: dict, prefix: str,
+                        m: int, mp: int, w_offset: int):
     """channel (i64, < Mp) -> w_zp[channel] + w_offset as i32 (0 for the padding channels >= M): a
     constant, a constant table, or a load from the w_zero_point binding."""
     if "w_zero_point" in ops.index:

@@ -105,6 +105,15 @@ DIRECT_KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 EPILOGUE_ROOTS = ("Conv", "MatMul")
 
+# ConvInteger / MatMulInteger run on the qconv / qmatmul kernels without requantization (int32 out).
+# op -> (kernel kind, attributes copied to the spec)
+INTEGER_KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "ConvInteger": ("qconv", ("strides", "pads", "dilations", "group")),
+    "MatMulInteger": ("qmatmul", ()),
+}
+NO_REQUANT = {"y_zero_point": 0, "out_dtype": "i32", "act_min": -(1 << 31), "act_max": (1 << 31) - 1,
+              "requant": "none", "multiplier": [], "shift": [], "scale": []}
+
 
 @dataclass
 class Dispatch:
@@ -207,6 +216,34 @@ def _elementwise_spec(node: Node, name: str, defined: set[int]) -> Dispatch:
     return Dispatch(node, spec, inputs, [out])
 
 
+def _integer_spec(node: Node, name: str) -> Dispatch:
+    """ConvInteger / MatMulInteger as a qconv / qmatmul spec with requant "none". A constant zero
+    point becomes the kernel's attribute (x_zero_point when it is one value, w_zero_point per
+    channel / column); a computed one (DynamicQuantizeLinear), or a per-row one, stays a binding, and
+    attrs operands name the bindings (codegen/llvm/requant.py)."""
+    kind, attr_names = INTEGER_KERNELS[node.op]
+    if node.fused:
+        raise _unsupported(node, "ops were fused into a kernel that takes no epilogue")
+    x, w, x_zp, w_zp = node.inputs
+    attrs = {a: node.attrs[a] for a in attr_names}
+    attrs.update(NO_REQUANT, x_zero_point=0, w_zero_point=[0])
+    inputs, operands = [x, w], ["x", "w"]
+    if x_zp.is_const and x_zp.type.element_count == 1:
+        attrs["x_zero_point"] = int(x_zp.const.reshape(-1)[0])
+    else:
+        inputs.append(x_zp)
+        operands.append("x_zero_point")
+    if w_zp.is_const:
+        attrs["w_zero_point"] = [int(z) for z in w_zp.const.reshape(-1)]
+    else:
+        inputs.append(w_zp)
+        operands.append("w_zero_point")
+    attrs["operands"] = tuple(operands)
+    spec = KernelSpec(name, kind, tuple(v.type for v in inputs), (node.outputs[0].type,), attrs, (),
+                      _source_nodes(node))
+    return Dispatch(node, spec, inputs, list(node.outputs))
+
+
 def _with_packed_conv_weight(dispatch: Dispatch, target: Target) -> Dispatch:
     """A Conv whose weight is a constant and whose chosen code path (choose_conv_strategy) wants
     it packed: the weight binding becomes a new constant holding the packed array, and the spec
@@ -235,6 +272,11 @@ def dispatch_for(node: Node, name: str, defined: set[int], target: Target | None
     With a `target`, kernels may get target-specific weight layouts (conv2d: weight_packing.py)."""
     if node.op in ELEMENTWISE_OPS:
         return _elementwise_spec(node, name, defined)
+    if node.op in INTEGER_KERNELS:
+        dispatch = _integer_spec(node, name)
+        if dispatch.spec.kind == "qconv" and target is not None:
+            return choose_qconv_kernel(dispatch, target)
+        return dispatch
     if node.op not in DIRECT_KERNELS:
         raise _unsupported(node, "no kernel for this op")
     kind, attr_names = DIRECT_KERNELS[node.op]
@@ -250,6 +292,6 @@ def dispatch_for(node: Node, name: str, defined: set[int], target: Target | None
     spec = KernelSpec(name, kind, tuple(v.type for v in inputs), tuple(v.type for v in node.outputs), attrs, (),
                       _source_nodes(node))
     dispatch = Dispatch(node, spec, inputs, list(node.outputs))
-    if node.op == "QConv" and target is not None and spec.inputs[0].is_static:
+    if node.op == "QConv" and target is not None:
         return choose_qconv_kernel(dispatch, target)
     return dispatch

@@ -49,13 +49,17 @@ from iree_py.ir.types import DType, TensorType
 #   quantize      X f32 -> i8/u8; attrs axis (-1 per tensor), scale[], zero_point[], dtype, rounding
 #   dequantize    X i8/u8/i32 -> f32; attrs axis, scale[], zero_point[]
 #   qconv         as conv2d on i8/u8 X, W with optional i32 bias[M], plus the requantization attrs
-#                 (x/w/y_zero_point, out_dtype, act_min, act_max, requant, multiplier, shift, scale)
-#   qmatmul       A[..., M, K] i8/u8, B[K, N] i8/u8, optional i32 bias[N]; the requantization attrs
+#                 (x/w/y_zero_point, out_dtype, act_min, act_max, requant, multiplier, shift, scale);
+#                 requant "none" (ConvInteger): the int32 sums are the i32 output. Attrs operands (optional)
+#                 name the bindings: "x", "w", "bias", "x_zero_point", "w_zero_point" (run-time zero points,
+#                 1-D, replacing the attributes; codegen/llvm/requant.py). Dims of X / the output may be symbolic
+#   qmatmul       A[..., M, K] i8/u8, B[K, N] or B[..., K, N] (A's batch dims) i8/u8, optional i32 bias[N]; the
+#                 requantization attrs and operands as qconv (MatMulInteger: x_zero_point per tensor or per row)
 #   qadd          TFLite int8 ADD of two broadcasting i8/u8 inputs (attrs as the QAdd op)
 #   qavgpool      as avgpool on i8/u8 with TFLite's integer rounding, plus act_min, act_max
 #   qconv_dot     qconv with one group and weight zero point 0 whose weight is packed W'[Mp, Kp]
 #                 (codegen/qconv_packing.py); extra attrs weight_shape (M, C, KH, KW), dot, dot_bytes, x_offset,
-#                 x_zp_w_sum[M]
+#                 w_sum[M] (the correction is x_zp * w_sum[m]; x_zp an attribute or a binding)
 #   qdwconv       qconv with group = C = M (depthwise, multiplier 1): a kernel per channel plane
 #   gather        inputs data, indices (i32/i64); attrs axis: out[a, i, c] = data[a, idx[i], c]
 #   gather_elements inputs data, indices (same rank); attrs axis: out[p] = data[p, p[axis] = idx[p]]

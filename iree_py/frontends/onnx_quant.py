@@ -6,8 +6,9 @@ even). The IR ops carry scales and zero points as attributes, so QLinearConv / Q
 constant ones. QuantizeLinear / DequantizeLinear with run-time scales or zero points (or int16
 values) become exact float elementwise ops instead: Cast, Div, Round (half to even), Add, Clip, Cast.
 DynamicQuantizeLinear is such a chain too, with Reduce min/max for the parameters. ConvInteger /
-MatMulInteger (int32 results) are float32 Conv / MatMul of the centered values, exact because
-every partial sum is an integer below 2**24 (checked from the reduction depth; deeper ones are refused).
+MatMulInteger become the IR ops of the same names (int32 accumulation, int32 results: the qconv /
+qmatmul kernels without requantization, for any reduction depth); their zero points are 1-D tensor
+operands, constant or computed (the DynamicQuantizeLinear before them).
 """
 from __future__ import annotations
 
@@ -279,62 +280,69 @@ def dynamic_quantize_linear(ctx: "OnnxContext") -> list[Value]:
 
 # ------------------------------------------------------------------------------ ConvInteger / MatMulInteger
 
-EXACT_F32_SUM = 1 << 24       # every integer of magnitude up to 2**24 is exact in float32
+def integer_zero_point(ctx: "OnnxContext", zp: Value | None, data: Value, what: str) -> Value:
+    """A zero point operand of the IR's ConvInteger / MatMulInteger: 1-D, data's dtype; [0] when
+    absent, a scalar reshaped to [1]. The op's shape rule checks how many values it has."""
+    if data.type.dtype.value not in QRANGE:
+        raise ctx.error(f"'{data.name}' is {data.type}; only int8 and uint8 are supported")
+    if zp is None:
+        return ctx.const(np.zeros(1, data.type.dtype.numpy), what)
+    if zp.type.dtype != data.type.dtype or zp.type.rank > 1:
+        raise ctx.error(f"{what} '{zp.name}' is {zp.type}; expected a scalar or 1-D {data.type.dtype.value} "
+                        f"(the dtype of '{data.name}')")
+    return zp if zp.type.rank == 1 else ctx.emit("Reshape", [zp], {"shape": [1]})
 
 
-def _centered_f32(ctx: "OnnxContext", v: Value, zp_input: int, what: str,
-                  zp_shape: Callable[[int], list[int]] | None) -> Value:
-    """f32(v) - f32(zero point): exact for 8-bit values. `zp_shape(count)`: how a 1-D zero point
-    of `count` values broadcasts against v (None: only one zero point allowed)."""
-    if v.type.dtype.value not in QRANGE:
-        raise ctx.error(f"{what} '{v.name}' is {v.type}; only int8 and uint8 are supported")
-    y = _as_f32(ctx, v)
-    if not ctx.has_input(zp_input):
-        return y
-    zp = ctx.input(zp_input)
-    if zp.type.dtype != v.type.dtype or zp.type.rank > 1:
-        raise ctx.error(f"{what} zero point '{zp.name}' is {zp.type}; expected a scalar or 1-D {v.type.dtype.value}")
-    if zp.type.rank == 1 and zp.type.num_elements > 1:
-        if zp_shape is None:
-            raise ctx.error(f"{what} zero point '{zp.name}' is {zp.type}; only one value is allowed")
-        zp = ctx.emit("Reshape", [zp], {"shape": zp_shape(zp.type.num_elements)})
-    return ctx.emit("Sub", [y, _as_f32(ctx, zp)])
-
-
-def _exact_in_f32(ctx: "OnnxContext", depth: int) -> None:
-    """Each output sums `depth` products of two differences of 8-bit values (|d| <= 255): in float32
-    every partial sum is an exact integer when depth * 255 * 255 < 2**24."""
-    if depth * 255 * 255 >= EXACT_F32_SUM:
-        raise ctx.error(f"a reduction over {depth} products could exceed 2**24 and lose exactness in float32 "
-                        f"(at most {(EXACT_F32_SUM - 1) // (255 * 255)} supported); int32 accumulation is not "
-                        "supported")
-
-
-def conv_integer(ctx: "OnnxContext") -> list[Value]:
-    """int32 = Conv(x - x_zero_point, w - w_zero_point), computed exactly in float32 (bounded depth)."""
+def integer_conv(ctx: "OnnxContext", x: Value, w: Value, x_zp: Value | None, w_zp: Value | None,
+                 out: int | None = None) -> Value:
+    """int32 sums of (x - x_zp) * (w - w_zp[m]) over each window (the IR's ConvInteger), with the
+    node's window attributes; named after the node's output `out` when given."""
     from iree_py.frontends.onnx_ops import _window_attrs
 
-    x, w = ctx.input(0), ctx.input(1)
     if x.type.rank != 4 or w.type.rank != 4:
-        raise ctx.error(f"only 2-D ConvInteger is supported (input {x.type}, weight {w.type})")
-    _exact_in_f32(ctx, int(np.prod(w.type.shape[1:])))
+        raise ctx.error(f"only 2-D convolutions are supported (input {x.type}, weight {w.type})")
     kernel = [int(k) for k in ctx.attr("kernel_shape", list(w.type.shape[2:]))]
     attrs = _window_attrs(ctx, x, kernel, allow_dilations=True)
     attrs["group"] = int(ctx.attr("group", 1))
-    xf = _centered_f32(ctx, x, 2, "x", None)
-    wf = _centered_f32(ctx, w, 3, "w", lambda n: [n, 1, 1, 1])
-    return [ctx.emit("Cast", [ctx.emit("Conv", [xf, wf], attrs)], {"to": "i32"}, out=0)]
+    zero_points = [integer_zero_point(ctx, x_zp, x, "x_zero_point"), integer_zero_point(ctx, w_zp, w, "w_zero_point")]
+    return ctx.emit("ConvInteger", [x, w, *zero_points], attrs, out=out)
+
+
+def integer_matmul(ctx: "OnnxContext", a: Value, b: Value, a_zp: Value | None, b_zp: Value | None,
+                   out: int | None = None) -> Value:
+    """int32 (a - a_zp) @ (b - b_zp) (the IR's MatMulInteger): a_zp per tensor or per row, b_zp per
+    tensor or per column. Batch dims broadcast as numpy's matmul: a batched b gets a's batch dims
+    (Expand where they differ)."""
+    if a.type.rank < 2 or b.type.rank < 2:
+        raise ctx.error(f"operands must have rank >= 2, got {a.type} and {b.type}")
+    zero_points = [integer_zero_point(ctx, a_zp, a, "a_zero_point"), integer_zero_point(ctx, b_zp, b, "b_zero_point")]
+    a_batch, b_batch = tuple(a.type.shape[:-2]), tuple(b.type.shape[:-2])
+    if b.type.rank > 2 and a_batch != b_batch:
+        if not all(isinstance(d, int) for d in (*a_batch, *b_batch)):
+            raise ctx.error(f"batch dims of {a.type} and {b.type} must be equal when they are symbolic")
+        try:
+            batch = [int(d) for d in np.broadcast_shapes(a_batch, b_batch)]
+        except ValueError:
+            raise ctx.error(f"batch dims of {a.type} and {b.type} do not broadcast") from None
+        if list(a_batch) != batch:
+            a = ctx.emit("Expand", [a], {"shape": [*batch, *a.type.shape[-2:]]})
+        if list(b_batch) != batch:
+            b = ctx.emit("Expand", [b], {"shape": [*batch, *b.type.shape[-2:]]})
+    return ctx.emit("MatMulInteger", [a, b, *zero_points], out=out)
+
+
+def _optional(ctx: "OnnxContext", i: int) -> Value | None:
+    return ctx.input(i) if ctx.has_input(i) else None
+
+
+def conv_integer(ctx: "OnnxContext") -> list[Value]:
+    """int32 = Conv(x - x_zero_point, w - w_zero_point), accumulated in int32."""
+    return [integer_conv(ctx, ctx.input(0), ctx.input(1), _optional(ctx, 2), _optional(ctx, 3), out=0)]
 
 
 def matmul_integer(ctx: "OnnxContext") -> list[Value]:
-    """int32 = MatMul(a - a_zero_point, b - b_zero_point), computed exactly in float32 (bounded depth)."""
-    a, b = ctx.input(0), ctx.input(1)
-    if a.type.rank < 2 or b.type.rank < 2:
-        raise ctx.error(f"MatMulInteger operands must have rank >= 2, got {a.type} and {b.type}")
-    _exact_in_f32(ctx, int(a.type.shape[-1]))
-    af = _centered_f32(ctx, a, 2, "a", lambda n: [n, 1])      # per-row zero points of a
-    bf = _centered_f32(ctx, b, 3, "b", lambda n: [n])         # per-column zero points of b
-    return [ctx.emit("Cast", [ctx.emit("MatMul", [af, bf])], {"to": "i32"}, out=0)]
+    """int32 = MatMul(a - a_zero_point, b - b_zero_point), accumulated in int32."""
+    return [integer_matmul(ctx, ctx.input(0), ctx.input(1), _optional(ctx, 2), _optional(ctx, 3), out=0)]
 
 
 CONVERTERS: dict[str, Converter] = {

@@ -8,10 +8,10 @@ Slice windows of x compared (Equal, broadcast) with the constant grams of length
 over the start positions; a constant matrix (MatMul, exact: small integer counts) adds each gram's count
 to its output index and applies IDF / TFIDF weights. String pools are refused.
 
-QLinearMatMul / QLinearConv with a run-time b / w: f32(a - a_zp) and f32(b - b_zp) are exact, and so is
-their float32 MatMul / Conv while every partial sum stays below 2**24 (checked from the reduction depth);
-then * (a_scale * b_scale / y_scale), + y_zp, Round (half to even), Clip, Cast, as onnxruntime and the
-onnx reference requantize. float16 scales: the multiplier is formed in float32 and rounded to float16
+QLinearMatMul / QLinearConv with a run-time b / w: the IR's MatMulInteger / ConvInteger accumulate
+(a - a_zp) * (b - b_zp) in int32 for any depth (QLinearConv's int32 bias added in int32), then
+f32(acc) * (a_scale * b_scale / y_scale), + y_zp, Round (half to even), Clip, Cast, as onnxruntime
+requantizes. float16 scales: the multiplier is formed in float32 and rounded to float16
 after each step (exact for the product; the quotient is correctly rounded since 24 >= 2*11 + 2).
 DequantizeLinear of uint16 is the exact float chain (x - zp) * scale.
 """
@@ -149,18 +149,8 @@ def _channel_param(ctx: "OnnxContext", i: int, what: str, channels: int, shape: 
     return ctx.emit("Reshape", [v], {"shape": shape})
 
 
-def _centered(ctx: "OnnxContext", v: Value, zp: Value | None) -> Value:
-    y = ctx.emit("Cast", [v], {"to": "f32"})
-    return y if zp is None else ctx.emit("Sub", [y, ctx.emit("Cast", [zp], {"to": "f32"})])
-
-
-def _zp(ctx: "OnnxContext", i: int, v: Value, what: str, make: Callable[[], Value]) -> Value | None:
-    if not ctx.has_input(i):
-        return None
-    zp = ctx.input(i)
-    if zp.type.dtype != v.type.dtype:
-        raise ctx.error(f"{what} '{zp.name}' is {zp.type}; it must have the dtype of '{v.name}' ({v.type.dtype.value})")
-    return make()
+def _zp(ctx: "OnnxContext", i: int) -> Value | None:
+    return ctx.input(i) if ctx.has_input(i) else None
 
 
 def _multiplier(ctx: "OnnxContext", a_scale: Value, b_scale: Value, y_scale: Value) -> Value:
@@ -208,53 +198,29 @@ def qlinear_matmul(ctx: "OnnxContext") -> list[Value]:
         return onnx_quant.qlinear_matmul(ctx)
     _check_8bit(ctx, a, "a")
     _check_8bit(ctx, b, "b")
-    if a.type.rank < 2 or b.type.rank < 2:
-        raise ctx.error(f"QLinearMatMul operands must have rank >= 2, got {a.type} and {b.type}")
-    onnx_quant._exact_in_f32(ctx, int(a.type.shape[-1]))
+    acc = onnx_quant.integer_matmul(ctx, a, b, _zp(ctx, 2), _zp(ctx, 5))
     columns = int(b.type.shape[-1])
-    af = _centered(ctx, a, _zp(ctx, 2, a, "a_zero_point", lambda: _per_tensor(ctx, 2, "a_zero_point")))
-    bf = _centered(ctx, b, _zp(ctx, 5, b, "b_zero_point",
-                               lambda: _channel_param(ctx, 5, "b_zero_point", columns, [columns])))
-    acc = ctx.emit("MatMul", [af, bf])
     m = _multiplier(ctx, _per_tensor(ctx, 1, "a_scale"), _channel_param(ctx, 4, "b_scale", columns, [columns]),
                     _per_tensor(ctx, 6, "y_scale"))
-    return [_requantize(ctx, acc, m, 7, a.type.dtype.value)]
+    return [_requantize(ctx, ctx.emit("Cast", [acc], {"to": "f32"}), m, 7, a.type.dtype.value)]
 
 
 def qlinear_conv(ctx: "OnnxContext") -> list[Value]:
-    from iree_py.frontends.onnx_ops import _window_attrs
-
     x, w = ctx.input(0), ctx.input(3)
     if w.is_const:
         return onnx_quant.qlinear_conv(ctx)
     _check_8bit(ctx, x, "x")
     _check_8bit(ctx, w, "w")
-    if x.type.rank != 4 or w.type.rank != 4:
-        raise ctx.error(f"only 2-D QLinearConv is supported (input {x.type}, weight {w.type})")
-    depth = int(np.prod([int(d) for d in w.type.shape[1:]]))
-    bias_bound = 0
+    channels = int(w.type.shape[0]) if w.type.rank == 4 else 0
+    acc = onnx_quant.integer_conv(ctx, x, w, _zp(ctx, 2), _zp(ctx, 5))
     if ctx.has_input(8):
-        bias = ctx.const_input(8, "bias (with a run-time weight)")
-        if bias.dtype != np.int32:
-            raise ctx.error(f"bias has type {bias.dtype}; expected int32")
-        bias_bound = int(np.abs(bias.astype(np.int64)).max(initial=0))
-    if depth * 255 * 255 + bias_bound >= onnx_quant.EXACT_F32_SUM:
-        raise ctx.error(f"a reduction over {depth} products (+ bias up to {bias_bound}) could exceed 2**24 and "
-                        "lose exactness in float32")
-    channels = int(w.type.shape[0])
-    kernel = [int(k) for k in ctx.attr("kernel_shape", list(w.type.shape[2:]))]
-    attrs = _window_attrs(ctx, x, kernel, allow_dilations=True)
-    attrs["group"] = int(ctx.attr("group", 1))
-    xf = _centered(ctx, x, _zp(ctx, 2, x, "x_zero_point", lambda: _per_tensor(ctx, 2, "x_zero_point")))
-    wf = _centered(ctx, w, _zp(ctx, 5, w, "w_zero_point",
-                               lambda: _channel_param(ctx, 5, "w_zero_point", channels, [channels, 1, 1, 1])))
-    operands = [xf, wf]
-    if ctx.has_input(8):
-        operands.append(ctx.emit("Cast", [ctx.input(8)], {"to": "f32"}))
-    acc = ctx.emit("Conv", operands, attrs)
+        bias = ctx.input(8)
+        if bias.type.dtype.value != "i32" or tuple(bias.type.shape) != (channels,):
+            raise ctx.error(f"bias '{bias.name}' is {bias.type}; expected int32 [{channels}]")
+        acc = ctx.emit("Add", [acc, ctx.emit("Reshape", [bias], {"shape": [1, channels, 1, 1]})])  # wraps, as int32
     m = _multiplier(ctx, _per_tensor(ctx, 1, "x_scale"),
                     _channel_param(ctx, 4, "w_scale", channels, [1, channels, 1, 1]), _per_tensor(ctx, 6, "y_scale"))
-    return [_requantize(ctx, acc, m, 7, x.type.dtype.value)]
+    return [_requantize(ctx, ctx.emit("Cast", [acc], {"to": "f32"}), m, 7, x.type.dtype.value)]
 
 
 # ------------------------------------------------------------------------------ uint16 / blocked (De)QuantizeLinear

@@ -1,5 +1,5 @@
-"""Shape rules of the quantized ops (Quantize, Dequantize, QConv, QMatMul, QAdd, QAveragePool),
-registered in ops.py's table as QUANT_OP_DEFS. The semantics are in docs/ir.md ("Quantized ops");
+"""Shape rules of the quantized ops (Quantize, Dequantize, QConv, QMatMul, ConvInteger, MatMulInteger,
+QAdd, QAveragePool), registered in ops.py's table as QUANT_OP_DEFS. The semantics are in docs/ir.md ("Quantized ops");
 the reference kernels in reference_quant.py.
 
 Every rule checks each operand's dtype and every attribute (ranges of zero points, per-channel
@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from iree_py.ir.opdef import OpDef, pool_output_size, pool_rule
+from iree_py.ir.dim_checks import require_equal, same_dims
+from iree_py.ir.opdef import OpDef, pool_output_dim, pool_rule
 from iree_py.ir.quant_math import QRANGE
-from iree_py.ir.types import DType, TensorType
+from iree_py.ir.types import Dim, DType, TensorType
 
 QUANT_DTYPES = frozenset({DType.i8, DType.u8})
 ROUNDINGS = ("half_even", "half_away")
@@ -152,34 +153,94 @@ def _dequantize(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorT
     return [TensorType(DType.f32, x.shape)]
 
 
+def _window_output(x_t: TensorType, w_t: TensorType, attrs: dict[str, Any], op: str) -> tuple[Dim, ...]:
+    """[N, M, OH, OW] of QConv / ConvInteger: X [N, C, H, W] (dims may be symbolic), W [M, C/group, KH, KW]
+    static."""
+    x, w = x_t.shape, _static(w_t)
+    if len(x) != 4 or len(w) != 4:
+        raise ValueError(f"{op} wants X rank 4 and W rank 4, got {x_t} and {w_t}")
+    group = attrs["group"]
+    if group < 1 or w[0] % group:
+        raise ValueError(f"{op} channels: input {x[1]}, weight {w}, group {group} do not match")
+    try:
+        require_equal(x[1], w[1] * group, f"{op} input channels")
+    except ValueError:
+        raise ValueError(f"{op} channels: input {x[1]}, weight {w}, group {group} do not match") from None
+    (sh, sw), (pt, pl, pb, pr), (dh, dw) = attrs["strides"], attrs["pads"], attrs["dilations"]
+    oh = pool_output_dim(x[2], w[2], sh, pt, pb, dh, 0)
+    ow = pool_output_dim(x[3], w[3], sw, pl, pr, dw, 0)
+    return (x[0], w[0], oh, ow)
+
+
+def _matmul_output(a_t: TensorType, b_t: TensorType, op: str) -> tuple[Dim, ...]:
+    """[..., M, N] of QMatMul / MatMulInteger: A [..., M, K]; B [K, N], or [..., K, N] with A's batch
+    dims (each batch its own B). Dims may be symbolic."""
+    a, b = a_t.shape, b_t.shape
+    if len(a) < 2 or len(b) < 2 or (len(b) > 2 and len(b) != len(a)):
+        raise ValueError(f"{op} wants A of rank >= 2 and B of rank 2 or A's rank, got {a_t} and {b_t}")
+    try:
+        require_equal(a[-1], b[-2], f"{op} inner dims")
+    except ValueError:
+        raise ValueError(f"{op} inner dims differ: {a_t} x {b_t}") from None
+    if len(b) > 2:
+        same_dims(a[:-2], b[:-2], f"{op} batch dims of A and B")
+    return (*a[:-1], b[-1])
+
+
 def _qconv(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
     x_dtype = _quant_dtype(inputs[0], "QConv input X")
     w_dtype = _quant_dtype(inputs[1], "QConv weight W")
-    x, w = _static(inputs[0]), _static(inputs[1])
-    if len(x) != 4 or len(w) != 4:
-        raise ValueError(f"QConv wants X rank 4 and W rank 4, got {inputs[0]} and {inputs[1]}")
-    group = attrs["group"]
-    if group < 1 or x[1] != w[1] * group or w[0] % group:
-        raise ValueError(f"QConv channels: input {x[1]}, weight {w}, group {group} do not match")
-    _check_bias(inputs, w[0])
-    out = _check_requant(attrs, x_dtype, w_dtype, w[0])
-    (sh, sw), (pt, pl, pb, pr), (dh, dw) = attrs["strides"], attrs["pads"], attrs["dilations"]
-    oh = pool_output_size(x[2], w[2], sh, pt, pb, dh, 0)
-    ow = pool_output_size(x[3], w[3], sw, pl, pr, dw, 0)
-    return [TensorType(out, (x[0], w[0], oh, ow))]
+    shape = _window_output(inputs[0], inputs[1], attrs, "QConv")
+    m = int(shape[1])
+    _check_bias(inputs, m)
+    out = _check_requant(attrs, x_dtype, w_dtype, m)
+    return [TensorType(out, shape)]
 
 
 def _qmatmul(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
     a_dtype = _quant_dtype(inputs[0], "QMatMul input A")
     b_dtype = _quant_dtype(inputs[1], "QMatMul input B")
-    a, b = _static(inputs[0]), _static(inputs[1])
-    if len(a) < 2 or len(b) != 2:
+    if inputs[1].rank != 2:
         raise ValueError(f"QMatMul wants A of rank >= 2 and B of rank 2, got {inputs[0]} and {inputs[1]}")
-    if a[-1] != b[0]:
-        raise ValueError(f"QMatMul inner dims differ: {inputs[0]} x {inputs[1]}")
-    _check_bias(inputs, b[1])
-    out = _check_requant(attrs, a_dtype, b_dtype, b[1])
-    return [TensorType(out, (*a[:-1], b[1]))]
+    shape = _matmul_output(inputs[0], inputs[1], "QMatMul")
+    n = _static(inputs[1])[1]
+    _check_bias(inputs, n)
+    out = _check_requant(attrs, a_dtype, b_dtype, n)
+    return [TensorType(out, shape)]
+
+
+def _zero_point_operand(zp: TensorType, data: TensorType, counts: tuple[Dim, ...], what: str) -> None:
+    """A zero point tensor of ConvInteger / MatMulInteger: 1-D, the dtype of its data operand, with one
+    of `counts` values (1: per tensor; a dim: per channel, row or column)."""
+    if zp.dtype != data.dtype or zp.rank != 1 or not zp.is_static:
+        raise ValueError(f"{what} must be a static 1-D {data.dtype.value} tensor, got {zp}")
+    count = int(zp.shape[0])
+    if count == 1:
+        return
+    wanted = [c for c in counts if c != 1]
+    if not wanted:
+        raise ValueError(f"{what} must have 1 value, got {zp}")
+    require_equal(count, wanted[0], f"{what} length")
+
+
+def _conv_integer(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    """ConvInteger: X, W i8/u8, x_zero_point [1] (X's dtype), w_zero_point [1] or [M] (W's dtype) -> i32."""
+    _quant_dtype(inputs[0], "ConvInteger input X")
+    _quant_dtype(inputs[1], "ConvInteger weight W")
+    shape = _window_output(inputs[0], inputs[1], attrs, "ConvInteger")
+    _zero_point_operand(inputs[2], inputs[0], (1,), "ConvInteger x_zero_point")
+    _zero_point_operand(inputs[3], inputs[1], (shape[1],), "ConvInteger w_zero_point")
+    return [TensorType(DType.i32, shape)]
+
+
+def _matmul_integer(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    """MatMulInteger: A, B i8/u8, a_zero_point [1] or [M] (per row), b_zero_point [1] or [N] (per column) -> i32."""
+    _quant_dtype(inputs[0], "MatMulInteger input A")
+    _quant_dtype(inputs[1], "MatMulInteger input B")
+    shape = _matmul_output(inputs[0], inputs[1], "MatMulInteger")
+    _zero_point_operand(inputs[2], inputs[0], (inputs[0].shape[-2],), "MatMulInteger a_zero_point")
+    _zero_point_operand(inputs[3], inputs[1], (inputs[1].shape[-1],), "MatMulInteger b_zero_point")
+    return [TensorType(DType.i32, shape)]
 
 
 def _qadd(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
@@ -212,6 +273,8 @@ QUANT_OP_DEFS = [
           dtypes=frozenset({DType.i8, DType.u8, DType.i32})),
     OpDef("QConv", ("dilations", "group", "pads", "strides", *REQUANT_ATTRS), 2, 3, _qconv, dtypes=QUANT_DTYPES),
     OpDef("QMatMul", REQUANT_ATTRS, 2, 3, _qmatmul, dtypes=QUANT_DTYPES),
+    OpDef("ConvInteger", ("dilations", "group", "pads", "strides"), 4, 4, _conv_integer, dtypes=QUANT_DTYPES),
+    OpDef("MatMulInteger", (), 4, 4, _matmul_integer, dtypes=QUANT_DTYPES),
     OpDef("QAdd", QADD_ATTRS, 2, 2, _qadd, dtypes=QUANT_DTYPES),
     OpDef("QAveragePool", ("act_max", "act_min", "ceil_mode", "count_include_pad", "kernel", "pads", "strides"),
           1, 1, _qavgpool, dtypes=QUANT_DTYPES),

@@ -57,31 +57,52 @@ def _requantize(acc: np.ndarray, a: dict[str, Any], channel_axis: int) -> np.nda
     return y.astype(np.int8 if a["out_dtype"] == "i8" else np.uint8)
 
 
-def qconv(ins: list[np.ndarray], a: dict[str, Any]) -> np.ndarray:
+def _conv_accumulate(x: np.ndarray, w: np.ndarray, x_zp: np.ndarray | int, w_zp: np.ndarray, a: dict[str, Any]
+                     ) -> np.ndarray:
+    """sum((x - x_zp) * (w - w_zp[m])) over each window, exactly in int64 (padding holds the zero
+    point: it contributes nothing). w_zp: 1 or M values."""
     from iree_py.ir.reference import _pad_nchw, _windows
-    x, w = ins[0].astype(np.int64), ins[1].astype(np.int64)
+    x, w = x.astype(np.int64), w.astype(np.int64)
     m, cg, kh, kw = w.shape
     group, pads, strides, dil = a["group"], a["pads"], a["strides"], a["dilations"]
     oh = pool_output_size(x.shape[2], kh, strides[0], pads[0], pads[2], dil[0], 0)
     ow = pool_output_size(x.shape[3], kw, strides[1], pads[1], pads[3], dil[1], 0)
-    xs = np.ascontiguousarray(_pad_nchw(x - a["x_zero_point"], pads, 0))  # padding holds the zero point
-    ws = w - np.asarray(a["w_zero_point"], dtype=np.int64).reshape(-1, 1, 1, 1)
+    xs = np.ascontiguousarray(_pad_nchw(x - x_zp, pads, 0))
+    ws = w - np.asarray(w_zp, dtype=np.int64).reshape(-1, 1, 1, 1)
     win = _windows(xs, (kh, kw), strides, dil, (oh, ow))
     mg = m // group
-    acc = np.concatenate([np.einsum("nchwij,mcij->nmhw", win[:, g * cg:(g + 1) * cg], ws[g * mg:(g + 1) * mg])
-                          for g in range(group)], axis=1)
+    return np.concatenate([np.einsum("nchwij,mcij->nmhw", win[:, g * cg:(g + 1) * cg], ws[g * mg:(g + 1) * mg])
+                           for g in range(group)], axis=1)
+
+
+def _matmul_accumulate(x: np.ndarray, w: np.ndarray, x_zp: np.ndarray | int, w_zp: np.ndarray) -> np.ndarray:
+    """(x - x_zp) @ (w - w_zp) exactly in int64: x_zp per tensor or per row (M values), w_zp per
+    tensor or per column (N values); w [K, N] or batched like x."""
+    rows = np.asarray(x_zp, dtype=np.int64).reshape(-1, 1)
+    return np.matmul(x.astype(np.int64) - rows, w.astype(np.int64) - np.asarray(w_zp, dtype=np.int64).reshape(1, -1))
+
+
+def qconv(ins: list[np.ndarray], a: dict[str, Any]) -> np.ndarray:
+    acc = _conv_accumulate(ins[0], ins[1], a["x_zero_point"], np.asarray(a["w_zero_point"]), a)
     if len(ins) == 3 and ins[2] is not None:
-        acc = acc + ins[2].astype(np.int64).reshape(1, m, 1, 1)
+        acc = acc + ins[2].astype(np.int64).reshape(1, -1, 1, 1)
     return _requantize(qm.wrap_i32(acc), a, 1)
 
 
 def qmatmul(ins: list[np.ndarray], a: dict[str, Any]) -> np.ndarray:
-    x = ins[0].astype(np.int64) - a["x_zero_point"]
-    w = ins[1].astype(np.int64) - np.asarray(a["w_zero_point"], dtype=np.int64).reshape(1, -1)
-    acc = np.matmul(x, w)
+    acc = _matmul_accumulate(ins[0], ins[1], a["x_zero_point"], np.asarray(a["w_zero_point"]))
     if len(ins) == 3 and ins[2] is not None:
         acc = acc + ins[2].astype(np.int64)
     return _requantize(qm.wrap_i32(acc), a, acc.ndim - 1)
+
+
+def conv_integer(ins: list[np.ndarray], a: dict[str, Any]) -> np.ndarray:
+    """int32 (wrapping) sums of (x - x_zero_point) * (w - w_zero_point[m])."""
+    return qm.wrap_i32(_conv_accumulate(ins[0], ins[1], ins[2].astype(np.int64), ins[3], a)).astype(np.int32)
+
+
+def matmul_integer(ins: list[np.ndarray], a: dict[str, Any]) -> np.ndarray:
+    return qm.wrap_i32(_matmul_accumulate(ins[0], ins[1], ins[2], ins[3])).astype(np.int32)
 
 
 def qadd(ins: list[np.ndarray], a: dict[str, Any]) -> np.ndarray:
@@ -121,6 +142,8 @@ KERNELS = {
     "Dequantize": dequantize,
     "QConv": qconv,
     "QMatMul": qmatmul,
+    "ConvInteger": conv_integer,
+    "MatMulInteger": matmul_integer,
     "QAdd": qadd,
     "QAveragePool": qaverage_pool,
 }

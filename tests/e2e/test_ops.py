@@ -262,6 +262,18 @@ CASES = {
         {"xs": np.float32(0.02), "xz": np.int8(-3), "W": rng.integers(-127, 128, (24, 10)).astype(np.int8),
          "ws": rng.uniform(0.002, 0.01, 10).astype(np.float32), "wz": np.zeros(10, np.int8), "ys": np.float32(0.04),
          "yz": np.int8(2)}),
+    # Integer products accumulated in int32 (ConvInteger / MatMulInteger: the qconv / qmatmul kernels without
+    # requantization): weights at the ends of their range, depths whose sums pass 2**24 (float32 would round);
+    # bit-exact at the extremes on every target: test_integer_accumulation.py. (Own generators: the cases after
+    # these keep their data.)
+    "convinteger_u8_depth2304": retyped(model(
+        [node("ConvInteger", ["x", "W", "xz", "wz"], pads=[1, 1, 1, 1])], {"x": (1, 256, 4, 4)}, ["y"],
+        {"W": np.where(np.random.default_rng(14).random((6, 256, 3, 3)) < 0.9, 0, 255).astype(np.uint8), "xz": np.uint8(0),
+         "wz": np.array([255, 255, 0, 255, 128, 255], np.uint8)}, 10), x=TensorProto.UINT8, y=TensorProto.INT32),
+    "matmulinteger_s8_k2048": retyped(model(
+        [node("MatMulInteger", ["a", "B", "az", "bz"])], {"a": (3, 2048)}, ["y"],
+        {"B": np.where(np.random.default_rng(15).random((2048, 5)) < 0.9, -128, 127).astype(np.int8), "az": np.int8(-3),
+         "bz": np.array([127, 127, 0, -128, 127], np.int8)}, 10), a=TensorProto.INT8, y=TensorProto.INT32),
     # Decompositions (iree_py/frontends/onnx_nn.py): LayerNormalization over the last axis; attention.
     "layernorm_last_axis": model([node("LayerNormalization", ["x", "s", "b"], epsilon=1e-3)], {"x": (2, 5, 16)}, ["y"],
                                  {"s": w(16), "b": w(16)}, 17),

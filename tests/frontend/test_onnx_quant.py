@@ -226,9 +226,37 @@ def test_matmul_integer_per_row_zero_point():
         assert np.asarray(got).dtype == np.int32 and np.array_equal(got, expected)
 
 
-def test_deep_conv_integer_is_refused():
-    """Depth 4 * 8 * 8 = 256 products may reach 256 * 255**2 >= 2**24: float32 could round."""
+def test_deep_conv_integer_accumulates_in_int32():
+    """Depth 5 * 8 * 8 = 320 products reach 320 * 255**2 > 2**24 (float32 would round; the old
+    float path refused it): int32 accumulation is exact."""
     x, w = qrandom(np.uint8, (1, 5, 9, 9)), qrandom(np.uint8, (2, 5, 8, 8))
     m = qmodel(helper.make_node("ConvInteger", ["x", "w"], ["y"]), {"x": x}, {"w": w}, 10, np.int32)
-    with pytest.raises(CompileError, match=r"op ConvInteger, opset 10\): a reduction over 320 products"):
-        import_onnx(m)
+    check(m, {"x": x}, onnx_reference=True)
+
+
+def test_conv_integer_run_time_weight_and_zero_points():
+    """Every input at run time (as the ONNX node tests give them): zero points become kernel bindings."""
+    feeds = {"x": qrandom(np.int8, (2, 6, 5, 7)), "w": qrandom(np.int8, (4, 3, 3, 3)),
+             "xz": np.array(-7, np.int8), "wz": np.array([-128, 127, 0, 5], np.int8)}
+    check(_runtime_model("ConvInteger", feeds, np.int32, 10, group=2, pads=[0, 1, 2, 1], dilations=[1, 2]), feeds,
+          onnx_reference=True)
+
+
+def test_matmul_integer_broadcasts_batch_dims():
+    """a [2, 1, 3, K] x b [4, K, N]: both are expanded to the batch dims [2, 4] (numpy's matmul rule)."""
+    feeds = {"a": qrandom(np.uint8, (2, 1, 3, 40)), "b": qrandom(np.int8, (4, 40, 5)),
+             "az": np.array(255, np.uint8), "bz": np.array(-128, np.int8)}
+    check(_runtime_model("MatMulInteger", feeds, np.int32, 10), feeds, onnx_reference=True)
+
+
+@pytest.mark.parametrize("op,feeds,message", [
+    ("ConvInteger", {"x": qrandom(np.uint8, (1, 2, 4, 4)), "w": qrandom(np.uint8, (3, 2, 1, 1)),
+                     "xz": np.array([1, 2], np.uint8)}, r"ConvInteger x_zero_point must have 1 value"),
+    ("ConvInteger", {"x": qrandom(np.uint8, (1, 2, 4, 4)), "w": qrandom(np.uint8, (3, 2, 1, 1)),
+                     "xz": np.array(1, np.int8)}, r"x_zero_point 'xz' is tensor<i8>; expected a scalar or 1-D u8"),
+    ("MatMulInteger", {"a": qrandom(np.uint8, (3, 8)), "b": qrandom(np.uint8, (8, 5)), "az": np.array(0, np.uint8),
+                       "bz": np.zeros(4, np.uint8)}, r"MatMulInteger b_zero_point length: 4 != 5"),
+])
+def test_integer_op_refusals_name_the_node(op, feeds, message):
+    with pytest.raises(CompileError, match=rf"\(op {op}, opset 10\): .*{message}"):
+        import_onnx(_runtime_model(op, feeds, np.int32, 10))

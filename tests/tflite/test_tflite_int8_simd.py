@@ -13,7 +13,7 @@ from tflite_quant_harness import check, qbias, qinput, qtensor, qweights
 from tflite_writer import TfliteModel
 
 import iree_py.codegen.dispatch as dispatch_module
-from iree_py.codegen.qconv_packing import DOT_BYTES, DOT_CHANNELS, pack_dot_weight, x_zp_w_sum
+from iree_py.codegen.qconv_packing import DOT_BYTES, DOT_CHANNELS, pack_dot_weight, weight_sums
 from iree_py.frontends.tflite.schema import Conv2DOptions, DepthwiseConv2DOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -100,16 +100,16 @@ def test_conv_extreme_values():
 
 def test_pack_dot_weight_and_correction():
     """W'[m, (kh*KW + kw)*C + c] = W[m, c, kh, kw], zero padded; the correction is x_zp * sum(W[m])
-    wrapped to int32."""
+    with sum(W[m]) wrapped to int32 (the kernel's int32 multiply wraps the product the same way)."""
     w = np.random.default_rng(0).integers(-128, 128, (5, 7, 3, 2)).astype(np.int8)
     packed = pack_dot_weight(w)
     assert packed.shape == (8, 48) and packed.dtype == np.int8
     assert packed.shape[0] % DOT_CHANNELS == 0 and packed.shape[1] % DOT_BYTES == 0
     np.testing.assert_array_equal(packed[:5, :42], w.transpose(0, 2, 3, 1).reshape(5, 42))
     assert not packed[5:].any() and not packed[:, 42:].any()
-    assert x_zp_w_sum(w, -3) == [int(v) for v in -3 * w.reshape(5, -1).astype(np.int64).sum(axis=1)]
-    big = np.full((1, 4096, 16, 16), 127, np.int8)   # 127 * 2**20 * 255 overflows int32
-    assert x_zp_w_sum(big, 255) == [int(np.int64(127 * 4096 * 256 * 255).astype(np.int32))]
+    assert weight_sums(w) == [int(v) for v in w.reshape(5, -1).astype(np.int64).sum(axis=1)]
+    huge = np.full((1, 4096, 128, 128), 127, np.int8)   # 127 * 2**26 overflows int32
+    assert weight_sums(huge) == [int(np.int64(127 << 26).astype(np.int32))]
 
 
 def test_benchmark_block_uses_simd_kernels_and_matches():
@@ -149,8 +149,8 @@ def test_benchmark_block_on_arm64():
 
 @pytest.mark.parametrize("case", [CONV_CASES[0], CONV_CASES[5]], ids=["conv0", "conv5"])
 def test_conv_dot_kernel_without_vnni(case):
-    """The "x86_64" target (Haswell: AVX2, no VNNI) takes the generic partial-reduction dot
-    product; its module runs on this machine."""
+    """The "x86_64" target (Haswell: AVX2, no VNNI) takes the exact vpmaddwd dot product of bytes
+    widened to i16 (qconv_packing.dot_instruction); its module runs on this machine."""
     from tflite_harness import complete_shapes
     from tflite_quant_harness import assert_equal, random_inputs, run_interpreter
 

@@ -95,8 +95,13 @@ KERNEL_BUILDERS: dict[str, str] = {
 }
 
 
+# Kinds whose one builder (above) takes dims that are ints or Exprs (docs/dynamic_shapes.md): a spec
+# with symbolic dims goes there too, not to the DYNAMIC_BUILDERS twins.
+INT_OR_EXPR_DIM_KINDS = frozenset({"qconv", "qconv_dot", "qmatmul"})
+
+
 def kernel_builder(spec: KernelSpec) -> Builder:
-    if is_dynamic(spec):
+    if is_dynamic(spec) and spec.kind not in INT_OR_EXPR_DIM_KINDS:
         return _dynamic_builder(spec)
     where = KERNEL_BUILDERS.get(spec.kind)
     if where is None:

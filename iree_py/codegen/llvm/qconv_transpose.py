@@ -24,7 +24,10 @@ MAX_ROW = 4096  # accumulator row on the stack: 16 KiB at most
 
 def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
     what = f"qconv_transpose kernel {spec.name}"
-    x_t, w_t, out_t, has_bias = check_q_operands(spec, "qconv_transpose")
+    ops = check_q_operands(spec, "qconv_transpose")
+    x_t, w_t, out_t, has_bias = ops.x, ops.w, ops.out, ops.has_bias
+    if set(ops.index) - {"x", "w", "bias"}:
+        raise ValueError(f"{what}: zero points are attributes, not bindings")
     n, channels, height, width = static_shape(x_t, what)
     _, out_per_group, kh, kw = static_shape(w_t, what)
     a = spec.attrs

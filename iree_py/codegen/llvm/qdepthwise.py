@@ -2,8 +2,9 @@
 
 Structure (all sizes static):
   grid      y = channel m, z = batch n: one workgroup per channel plane.
-  plane     (stack, i16) the input plane minus x_zp, with the padding around it stored as 0: the
-            padded taps then add nothing, as in the reference (whose padding equals x_zp).
+  plane     (stack, i16) the input plane minus x_zp (an attribute, or a binding: ConvInteger), with
+            the padding around it stored as 0: the padded taps then add nothing, as in the reference
+            (whose padding equals x_zp).
   body      per output row, a loop over the output columns whose body is the whole window
             (KH × KW taps unrolled, weights w - w_zp[m] held in registers), + bias[m], requantized
             and stored: LLVM vectorizes it along the columns.
@@ -15,7 +16,7 @@ from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import I32, begin_kernel, const_i64, entry_alloca, for_range, static_shape
-from iree_py.codegen.llvm.requant import check_q_operands, i32, load_q, per_channel, requantize_and_store
+from iree_py.codegen.llvm.requant import check_q_operands, i32, load_q, requantize_and_store, zero_point
 from iree_py.ir.opdef import pool_output_size
 
 I16 = ir.IntType(16)
@@ -36,7 +37,8 @@ def fits(x_shape: tuple[int, ...], w_shape: tuple[int, ...], group: int, pads: t
 
 
 def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
-    x_t, w_t, out_t, has_bias = check_q_operands(spec, "qdwconv")
+    ops = check_q_operands(spec, "qdwconv")
+    x_t, w_t, out_t = ops.x, ops.w, ops.out
     n, c, h, w = static_shape(x_t, f"qdwconv kernel {spec.name} input")
     w_shape = static_shape(w_t, f"qdwconv kernel {spec.name} weight")
     a = spec.attrs
@@ -55,13 +57,13 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
     kb = begin_kernel(module, spec.name, target)
     b = kb.builder
     x_buf, w_buf = kb.binding(0), kb.binding(1)
-    bias_buf = kb.binding(2) if has_bias else None
-    out_buf = kb.binding(len(spec.inputs))
+    bias_buf = kb.binding(ops.index["bias"]) if ops.has_bias else None
+    out_buf = kb.binding(ops.out_binding)
     plane = entry_alloca(b, ir.ArrayType(I16, hp * wp), "plane")
     channel = kb.workgroup_id_index(1)
     batch = kb.workgroup_id_index(2)
-    x_zp = i32(int(a["x_zero_point"]))
-    w_zp = per_channel(module, b, f"{spec.name}.w_zero_point", list(a["w_zero_point"]), channel)
+    x_zp = zero_point(module, b, kb, ops, a, "x_zero_point", spec.name, const_i64(0))
+    w_zp = zero_point(module, b, kb, ops, a, "w_zero_point", spec.name, channel)
 
     def plane_slot(index: ir.Value) -> ir.Value:
         return b.gep(plane, [const_i64(0), index], inbounds=True)

@@ -1,5 +1,6 @@
 """LLVM emitters shared by the quantized kernels: TFLite's fixed-point helpers, onnxruntime's float
-requantization, int8 loads/stores and per-channel constant tables.
+requantization, int8 loads/stores, per-channel constant tables, and the operands of the QConv /
+QMatMul kernel families (check_q_operands: which binding holds X, W, the bias and run-time zero points).
 
 They mirror iree_py/ir/quant_math.py operation for operation (the tests compare bit for bit). All
 arithmetic is i32, with i32 x i32 -> i64 products formed by `sext` + `mul` (smull/umull on Arm,
@@ -9,10 +10,12 @@ LLVM's loop vectorizer.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from llvmlite import ir
 
 from iree_py.codegen.llvm.common import F32, I8, I32, I64, const_i32, const_i64, element_ptr
-from iree_py.ir.types import DType
+from iree_py.ir.types import DType, TensorType
 
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
@@ -138,22 +141,79 @@ def requantize(b: ir.IRBuilder, module: ir.Module, attrs: dict, acc: ir.Value, c
     return b.add(float_to_nearest_i32(b, v, float(act_min - y_zp), float(act_max - y_zp)), i32(y_zp))
 
 
-def check_q_operands(spec, kind: str) -> tuple:
-    """(X, W, output, has_bias) of a QConv/QMatMul kernel spec: X, W (, i32 bias) in, one output,
-    X, W and the output i8/u8. Raises naming the kernel when the spec is not like that."""
-    if len(spec.inputs) not in (2, 3) or len(spec.outputs) != 1:
-        raise ValueError(f"{kind} kernel {spec.name}: expects X, W (, bias) and one output, "
-                         f"got {len(spec.inputs)} inputs and {len(spec.outputs)} outputs")
-    x_t, w_t, out_t = spec.inputs[0], spec.inputs[1], spec.outputs[0]
-    if x_t.dtype not in QRANGE or w_t.dtype not in QRANGE or out_t.dtype not in QRANGE:
-        raise ValueError(f"{kind} kernel {spec.name}: wants i8/u8 X, W and output, got {x_t}, {w_t} -> {out_t}")
-    return x_t, w_t, out_t, len(spec.inputs) == 3
+# The bindings of a qconv / qmatmul-family spec in order, named by attrs "operands"; without it, the
+# first len(inputs) of DEFAULT_OPERANDS. A zero point binding (1-D, the dtype of X / W) replaces the
+# attribute of the same name, which is then 0 / [0] (dispatch.py: ConvInteger, MatMulInteger).
+DEFAULT_OPERANDS = ("x", "w", "bias")
+OPERAND_ROLES = ("x", "w", "bias", "x_zero_point", "w_zero_point")
+NO_REQUANT = "none"   # requant mode of ConvInteger / MatMulInteger: the int32 sums are the result
+
+
+@dataclass(frozen=True)
+class QOperands:
+    """What a QConv / QMatMul-family kernel binds: X, W, the output and the binding index of each
+    operand ("x", "w", "bias", "x_zero_point", "w_zero_point")."""
+
+    x: TensorType
+    w: TensorType
+    out: TensorType
+    index: dict[str, int]
+    types: dict[str, TensorType]
+
+    @property
+    def has_bias(self) -> bool:
+        return "bias" in self.index
+
+    @property
+    def out_binding(self) -> int:
+        return len(self.index)
+
+
+def check_q_operands(spec, kind: str) -> QOperands:
+    """The operands of a QConv/QMatMul-family kernel spec: X, W (, i32 bias, zero points) in, one
+    output; X, W i8/u8, the output i8/u8, or i32 with requant "none". Raises naming the kernel when
+    the spec is not like that."""
+    roles = tuple(spec.attrs.get("operands", DEFAULT_OPERANDS[:len(spec.inputs)]))
+    if (len(roles) != len(spec.inputs) or roles[:2] != ("x", "w") or len(set(roles)) != len(roles)
+            or not set(roles) <= set(OPERAND_ROLES) or len(spec.outputs) != 1):
+        raise ValueError(f"{kind} kernel {spec.name}: expects X, W (, bias, x_zero_point, w_zero_point) and one "
+                         f"output, got operands {roles} for {len(spec.inputs)} inputs and {len(spec.outputs)} outputs")
+    ops = QOperands(spec.inputs[0], spec.inputs[1], spec.outputs[0], {r: i for i, r in enumerate(roles)},
+                    dict(zip(roles, spec.inputs)))
+    out_ok = ops.out.dtype == DType.i32 if spec.attrs.get("requant") == NO_REQUANT else ops.out.dtype in QRANGE
+    if ops.x.dtype not in QRANGE or ops.w.dtype not in QRANGE or not out_ok:
+        raise ValueError(f"{kind} kernel {spec.name}: wants i8/u8 X, W and an i8/u8 output (i32 with requant "
+                         f"{NO_REQUANT!r}), got {ops.x}, {ops.w} -> {ops.out} (requant {spec.attrs.get('requant')!r})")
+    if "bias" in ops.types and ops.types["bias"].dtype != DType.i32:
+        raise ValueError(f"{kind} kernel {spec.name}: the bias must be i32, got {ops.types['bias']}")
+    for role in ("x_zero_point", "w_zero_point"):   # (their dtype: X's / W's before any packing)
+        zp = ops.types.get(role)
+        if zp is not None and (zp.dtype not in QRANGE or zp.rank != 1 or not zp.is_static):
+            raise ValueError(f"{kind} kernel {spec.name}: {role} must be a static 1-D i8/u8 tensor, got {zp}")
+    return ops
+
+
+def zero_point(module: ir.Module, b: ir.IRBuilder, kb, ops: QOperands, attrs: dict, role: str, prefix: str,
+               index: ir.Value) -> ir.Value:
+    """The zero point `role` ("x_zero_point" or "w_zero_point") for channel / row `index` (i64), as
+    i32: element `index` of the zero point binding when the kernel has one (element 0 when it holds
+    one value), else the attribute (an int, or a per-channel list: a constant table)."""
+    if role in ops.index:
+        zp = ops.types[role]
+        return load_q(b, kb.binding(ops.index[role]), index if int(zp.shape[0]) > 1 else const_i64(0), zp.dtype)
+    values = attrs[role]
+    return per_channel(module, b, f"{prefix}.{role}", list(values) if isinstance(values, (list, tuple)) else [values],
+                       index)
 
 
 def requantize_and_store(b: ir.IRBuilder, module: ir.Module, attrs: dict, acc: ir.Value, bias_buf: ir.Value | None,
                          channel: ir.Value, prefix: str, out_buf: ir.Value, out_index: ir.Value) -> None:
     """The epilogue of QConv/QMatMul: acc (+ bias[channel] when there is a bias binding),
-    requantized for `channel` and stored as one byte at out_buf[out_index]."""
+    requantized for `channel` and stored as one byte at out_buf[out_index]; with requant "none"
+    stored as the int32 it is."""
     if bias_buf is not None:
         acc = b.add(acc, load_q(b, bias_buf, channel, DType.i32))
+    if attrs["requant"] == NO_REQUANT:
+        b.store(acc, element_ptr(b, out_buf, out_index, I32), align=4)
+        return
     store_q(b, requantize(b, module, attrs, acc, channel, prefix), out_buf, out_index)

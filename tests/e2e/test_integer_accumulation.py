@@ -19,7 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 import iree_py
 from harness import run_spec
 from iree_py.codegen.llvm.flat_image import link_flat_image
-from iree_py.codegen.llvm.module_builder import build_optimized_module
+from iree_py.codegen.llvm import build_kernel_objects
 from iree_py.codegen.target import load_target
 from iree_py.compiler import deduplicate, partition
 from iree_py.frontends.onnx import import_onnx
@@ -223,7 +223,6 @@ def test_riscv32_kernels_need_no_compiler_builtins(case: str):
     specs, _ = deduplicate([d.spec for d in partition(graph, plan_memory(graph).elided, t)
                             if d.spec.kind in ("qconv", "qmatmul")])
     assert specs, case
-    built = build_optimized_module(specs, t)
-    image = link_flat_image(built.target_machine.emit_object(built.llvm_module), [k.name for k in built.kernels], t,
-                            case)
+    built = build_kernel_objects(specs, t)
+    image = link_flat_image(list(built.objects), list(built.symbols), t, case)
     assert not image.used_libgcc

@@ -33,15 +33,31 @@ def scene(height: int, width: int, seed: int) -> np.ndarray:
     return np.clip(image, 0, 1).astype(np.float32)
 
 
+def document(height: int, width: int, seed: int) -> np.ndarray:
+    """An RGB page in [0, 1], HWC, for the OCR detectors and recognizers: tinted paper with lines of
+    text-like strokes (one line when the height is a text line's, as for a recognizer's crop)."""
+    rng = np.random.default_rng(seed)
+    gray = np.full((height, width), 0.92, np.float32)
+    line = min(height, 48)
+    for top in range(0, height - line + 1, line + line // 3 + 1):
+        margin = int(rng.integers(0, max(width // 8, 1)))
+        length = int(rng.integers(width // 2, width - margin + 1))
+        gray[top:top + line, margin:margin + length] = text_line(line, length, seed=int(rng.integers(1 << 30)))[0, 0]
+    tint = rng.uniform(0.9, 1.0, 3).astype(np.float32)
+    return np.clip(gray[..., None] * tint, 0, 1).astype(np.float32)
+
+
 def image_nhwc(height: int, width: int, low: float, high: float, seed: int) -> np.ndarray:
     """[1, H, W, 3] in [low, high]: MediaPipe's ImageToTensor output range for the model."""
     return (low + (high - low) * scene(height, width, seed))[None].astype(np.float32)
 
 
-def image_nchw(batch: int, height: int, width: int, seed: int, normalize: str = "unit") -> np.ndarray:
-    """[N, 3, H, W]: "unit" [0, 1] (YOLO exports), "pixels" [0, 255] (YOLOX), "imagenet" (x - mean) / std
-    (PaddleOCR det, PP-LCNet), "symmetric" (x - 0.5) / 0.5 (PaddleOCR rec and cls)."""
-    images = np.stack([scene(height, width, seed + i) for i in range(batch)])
+def image_nchw(batch: int, height: int, width: int, seed: int, normalize: str = "unit", text: bool = False) -> np.ndarray:
+    """[N, 3, H, W] of scenes, or of documents when `text`: "unit" [0, 1] (YOLO exports), "pixels" [0, 255]
+    (YOLOX), "imagenet" (x - mean) / std (PaddleOCR det, PP-LCNet), "symmetric" (x - 0.5) / 0.5
+    (PaddleOCR rec and cls)."""
+    picture = document if text else scene
+    images = np.stack([picture(height, width, seed + i) for i in range(batch)])
     if normalize == "pixels":
         images = images * 255
     elif normalize == "imagenet":

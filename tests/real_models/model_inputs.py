@@ -138,3 +138,16 @@ def file_bytes(batch: int, seed: int, block: int = 1024, padding: int = 256) -> 
         end = [padding] * max(0, block - len(data)) + list(data[-block:])
         rows.append(begin + end)
     return np.asarray(rows, np.int32)
+
+
+def one_hot(ids: list[list[int]], depth: int) -> np.ndarray:
+    """float32 [N, T, depth] one-hot rows (Keras seq2seq inputs)."""
+    out = np.zeros((len(ids), len(ids[0]), depth), np.float32)
+    for n, row in enumerate(ids):
+        out[n, np.arange(len(row)), row] = 1.0
+    return out
+
+
+def spell(word: str, alphabet: str, length: int, pad: int) -> list[int]:
+    """The ids of `word`'s characters (id = position in `alphabet`), padded with `pad` to `length`."""
+    return [alphabet.index(c) for c in word] + [pad] * (length - len(word))

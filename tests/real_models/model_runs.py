@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import traceback
 from pathlib import Path
 from typing import Callable
 
@@ -33,6 +34,16 @@ class Compiled:
     data: bytes | None
     seconds: float
     error: BaseException | None
+
+    def failure_text(self) -> str:
+        """The compile error as a test failure shows it: type and message, and for an internal crash
+        (anything but a CompileError) the traceback's last frames, where the fix goes."""
+        assert self.error is not None
+        text = f"{type(self.error).__name__}: {self.error}"
+        if not isinstance(self.error, iree_py.CompileError):
+            frames = traceback.format_tb(self.error.__traceback__)[-4:]
+            text += "\n" + "".join(frames)
+        return text
 
 
 _compiled: dict[tuple[str, str], Compiled] = {}

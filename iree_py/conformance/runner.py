@@ -26,6 +26,7 @@ from iree_py.conformance.compare import compare_outputs
 from iree_py.conformance.status import (COMPILE_ERROR, PASSED, RUNTIME_ERROR, UNSUPPORTED, WRONG_RESULT,
                                         CaseResult, classify_compile_error)
 from iree_py.errors import CompileError, IreePyError
+from iree_py.frontends.onnx_symbolic import unknown_dim_key
 from iree_py.resources import PACKAGE_DIR
 from iree_py.runtime.strings import is_string_array
 
@@ -82,8 +83,9 @@ def symbolic_dims(case: ConformanceCase) -> dict[str, int]:
         if not isinstance(array, np.ndarray) or not vi.type.HasField("tensor_type"):
             continue
         for i, (d, size) in enumerate(zip(vi.type.tensor_type.shape.dim, array.shape)):
-            if not d.HasField("dim_value"):
-                dims[d.dim_param if d.HasField("dim_param") else f"{vi.name}:{i}"] = int(size)
+            key = unknown_dim_key(vi.name, i, d)
+            if key is not None:
+                dims[key] = int(size)
     return dims
 
 

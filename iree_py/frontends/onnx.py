@@ -20,7 +20,7 @@ import onnx.numpy_helper
 from iree_py.errors import CompileError
 from iree_py.frontends.onnx_ops import CONVERTERS
 from iree_py.frontends.onnx_strings import check_string_inputs, check_string_results
-from iree_py.frontends.onnx_symbolic import input_dim, pick_symbolic_converter, shape_text
+from iree_py.frontends.onnx_symbolic import InputSymbols, pick_symbolic_converter, shape_text
 from iree_py.ir.build import NameTable, fold_or_append, make_node
 from iree_py.ir.graph import Graph, Value
 from iree_py.ir.types import DType, SequenceType, TensorType, is_sequence
@@ -72,7 +72,7 @@ def _dtype(elem_type: int, what: str) -> DType:
         raise CompileError(f"{what}: unsupported element type {name}") from None
 
 
-def _input_type(vi: onnx.ValueInfoProto, dims: dict[str, int], source: str) -> TensorType | SequenceType:
+def _input_type(vi: onnx.ValueInfoProto, symbols: InputSymbols, source: str) -> TensorType | SequenceType:
     from iree_py.frontends.onnx_sequences import value_type
     if vi.type.WhichOneof("value") in ("sequence_type", "optional_type"):
         return value_type(vi.type, f"{source}: input '{vi.name}'")
@@ -81,8 +81,10 @@ def _input_type(vi: onnx.ValueInfoProto, dims: dict[str, int], source: str) -> T
     tt = vi.type.tensor_type
     dtype = _dtype(tt.elem_type, f"{source}: input '{vi.name}'")
     if not tt.HasField("shape"):
-        raise CompileError(f"{source}: input '{vi.name}' has no shape")
-    shape = [input_dim(vi.name, i, d, dims) for i, d in enumerate(tt.shape.dim)]
+        raise CompileError(f"{source}: input '{vi.name}' has no shape, so not even its rank is known; write "
+                           f"its shape into the model (unknown dims as dim_param names), e.g. with "
+                           f"onnx.tools.update_model_dims.update_inputs_outputs_dims")
+    shape = [symbols.dim(vi.name, i, d) for i, d in enumerate(tt.shape.dim)]
     return TensorType(dtype, tuple(shape))
 
 
@@ -300,10 +302,11 @@ def import_onnx(model: str | Path | bytes | onnx.ModelProto, dims: dict[str, int
     for t in g.initializer:
         ctx.env[t.name] = constant_value(t, source)
     inputs: list[Value] = []
+    symbols = InputSymbols(dims)
     for vi in g.input:
         if vi.name in ctx.env:
             continue  # an initializer listed as input (old exporters): a constant
-        value = Value(vi.name, _input_type(vi, dims, source))
+        value = Value(vi.name, _input_type(vi, symbols, source))
         ctx.env[vi.name] = value
         inputs.append(value)
 

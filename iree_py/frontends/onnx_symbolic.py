@@ -1,7 +1,8 @@
 """Symbolic dims in the ONNX frontend (docs/dynamic_shapes.md, "ONNX import of symbolic shapes").
 
 Input dims: a `dim_param` without a size in `dims` becomes a symbol of the same name (made an
-identifier); an unnamed unknown dim becomes `<input>_d<axis>`.
+identifier); an unknown dim without a name (no dim_param, "?" or "", a negative dim_value) becomes
+`<input>_d<axis>`, a symbol of its own (InputSymbols).
 
 Known values: shape arithmetic (Shape -> Gather -> Unsqueeze -> Concat -> Reshape, as exporters write
 it) is folded at import, as the static path folds it into constants. A value whose elements are
@@ -49,17 +50,48 @@ def symbol_name(text: str) -> str:
     return "_" + name if name[0].isdigit() else name
 
 
-def input_dim(input_name: str, axis: int, d: onnx.TensorShapeProto.Dimension, dims: dict[str, int]) -> Dim:
-    """One dim of a graph input: its value, the size `dims` gives its symbol, or the symbol."""
-    if d.HasField("dim_value"):
-        return int(d.dim_value)
-    named = d.HasField("dim_param") and d.dim_param != ""
-    symbol = symbol_name(d.dim_param if named else f"{input_name}_d{axis}")
-    keys = (d.dim_param, symbol) if named else (f"{input_name}:{axis}", symbol)
-    for key in keys:
-        if key in dims:
-            return int(dims[key])
-    return Expr.of(symbol)
+ANONYMOUS_PARAMS = ("", "?")  # dim_param values exporters write for "unknown" (Paddle2ONNX: "?")
+
+
+def unknown_dim_key(input_name: str, axis: int, d: onnx.TensorShapeProto.Dimension) -> str | None:
+    """How `dims` names an unknown input dim: its dim_param when it has a real one (every dim with
+    that name is one symbol), else "<input>:<axis>" (a dim of its own); None for a known size.
+
+    Exporters write an unknown dim as a dim_param ("batch", "unk__12", "p2o.DynamicDimension.0"),
+    as a dim_param of "?" or "", as a negative dim_value (-1), or as neither field. A dim_value of
+    0 is a size, as onnxruntime reads it (the ONNX node tests' empty tensors)."""
+    if d.HasField("dim_value") and d.dim_value >= 0:
+        return None
+    if d.HasField("dim_param") and d.dim_param not in ANONYMOUS_PARAMS:
+        return d.dim_param
+    return f"{input_name}:{axis}"
+
+
+class InputSymbols:
+    """The symbols of a model's unknown input dims: one per distinct dim_param, one per anonymous
+    dim (docs/dynamic_shapes.md). Each is an identifier (symbol_name), made unique when two keys
+    would give the same one ("a.b" and "a_b")."""
+
+    def __init__(self, dims: dict[str, int]) -> None:
+        self.dims = dims
+        self.symbols: dict[str, str] = {}   # key (unknown_dim_key) -> symbol
+
+    def dim(self, input_name: str, axis: int, d: onnx.TensorShapeProto.Dimension) -> Dim:
+        """One dim of a graph input: its size, the size `dims` gives it, or its symbol."""
+        key = unknown_dim_key(input_name, axis, d)
+        if key is None:
+            return int(d.dim_value)
+        symbol = self.symbols.get(key)
+        if symbol is None:
+            base = symbol_name(key if ":" not in key else f"{input_name}_d{axis}")
+            taken = set(self.symbols.values())
+            symbol = base if base not in taken else next(f"{base}_{i}" for i in range(2, 1 << 30)
+                                                         if f"{base}_{i}" not in taken)
+            self.symbols[key] = symbol
+        for name in (key, symbol):
+            if name in self.dims:
+                return int(self.dims[name])
+        return Expr.of(symbol)
 
 
 # --- known values ----------------------------------------------------------------------------------

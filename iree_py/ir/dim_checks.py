@@ -21,6 +21,7 @@ from typing import Iterator, Sequence
 from iree_py.ir.symbols import Expr, bounds, call, dim, dim_text, evaluate
 
 Dim = int | Expr
+VALUE_MARK = "\x1f"  # in a check message: "a run-time value goes here" (the VM's check_dims)
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,24 @@ class DimCheck:
         return any(evaluate(a, values) == evaluate(b, values) for a, b in self.alternatives)
 
     def __str__(self) -> str:
-        condition = " or ".join(f"{a} == {b}" for a, b in self.alternatives)
-        return f"{self.what}: {condition}"
+        return f"{self.what}: {self.condition}"
+
+    @property
+    def condition(self) -> str:
+        return " or ".join(f"{a} == {b}" for a, b in self.alternatives)
+
+    @property
+    def shown_dims(self) -> tuple[Expr, ...]:
+        """The symbolic dims the check compares, each once: the values a failure reports."""
+        return tuple(dict.fromkeys(d for pair in self.alternatives for d in pair if isinstance(d, Expr)))
+
+    def message(self, where: str, values: dict[str, int] | None = None) -> str:
+        """What a failure says: `where` (the node and op), what was checked, the compared dims with
+        their run-time values, and the condition. Without `values`, each value is VALUE_MARK, where
+        the VM's check_dims writes it at run time (flatbuffers/isa.toml)."""
+        shown = ", ".join(f"{d} = {VALUE_MARK if values is None else evaluate(d, values)}"
+                          for d in self.shown_dims)
+        return f"{where}: {self.what}: {shown} (needs {self.condition})"
 
 
 _COLLECTOR: contextvars.ContextVar[list[DimCheck] | None] = contextvars.ContextVar("dim_checks", default=None)

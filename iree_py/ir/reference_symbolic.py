@@ -106,7 +106,7 @@ def _check(node: Node, values: dict[str, int]) -> None:
             infer_types(step.op, [v.type for v in step.inputs], step.attrs)
         for check in checks:
             if not check.holds(values):
-                raise ValueError(f"node '{step.name}' ({step.op}): model check failed: {check}")
+                raise ValueError(f"model check failed: {check.message(f'node {step.name!r} (op {step.op})', values)}")
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ OPS: dict[str, tuple[int, tuple[tuple[str, str], ...], bool]] = {
     'call': (0x05, (('callee', 'u16'), ('i64_args', 'list_ri'), ('args', 'list_rr'), ('i64_results', 'list_ri'), ('results', 'list_rr'), ), False),
     'ret_i64': (0x06, (('i64_results', 'list_ri'), ('results', 'list_rr'), ), True),
     'check': (0x07, (('cond', 'ri'), ('code', 'imm64'), ), False),
+    'check_dims': (0x08, (('cond', 'ri'), ('code', 'imm64'), ('values', 'list_ri'), ), False),
     'const_i64': (0x10, (('dst', 'ri'), ('value', 'imm64'), ), False),
     'add_i64': (0x11, (('dst', 'ri'), ('lhs', 'ri'), ('rhs', 'ri'), ), False),
     'sub_i64': (0x12, (('dst', 'ri'), ('lhs', 'ri'), ('rhs', 'ri'), ), False),

@@ -247,8 +247,8 @@ class Lowerer:
                     ok = eq
                 if ok is None:
                     continue
-                text = f"node '{n.name}' (op {n.op}): {check.what}"
-                self.code.emit("check", ok, self.message_code(text))
+                text = check.message(f"node '{n.name}' (op {n.op})")
+                self.code.emit("check_dims", ok, self.message_code(text), [self.dim_reg(d) for d in check.shown_dims])
 
     def emit_dispatch(self, node: Node, plan: MemoryPlanResult) -> None:
         dispatch, entry = next(self.dispatches)

@@ -3,6 +3,9 @@
 #include "../base/clock.h"
 
 #include <inttypes.h>
+#if IRP_STATUS_MESSAGES
+#include <stdio.h>
+#endif
 #include <string.h>
 
 #include "flatbuf.h"
@@ -369,6 +372,39 @@ static const char* irp_module_message(const irp_vm_module_t* module, int64_t cod
   return module->messages[code - IRP_VM_MESSAGE_CODE_BASE];
 }
 
+/* The error of a failed check_dims: its message with each 0x1f byte replaced by the value of the
+ * next register of the list (u16 indices) at value_registers. */
+static irp_status_t irp_failed_dim_check(const irp_vm_module_t* module, const irp_vm_function_t* function,
+                                         const irp_vm_window_t* window, int64_t check_code,
+                                         const uint8_t* value_registers, uint8_t value_count, size_t insn_pc,
+                                         irp_diag_t* diag) {
+  const char* message = irp_module_message(module, check_code);
+  if (message == NULL) {
+    return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: check failed with code %lld at bytecode %zu", function->name,
+                    (long long)check_code, insn_pc);
+  }
+#if IRP_STATUS_MESSAGES
+  char text[IRP_MAX_MESSAGE_LENGTH];
+  size_t used = 0;
+  uint8_t next = 0;
+  for (const char* c = message; *c != '\0' && used + 1 < sizeof text; ++c) {
+    if (*c == '\x1f' && next < value_count) {
+      int64_t value = I64(irp_load_u16(value_registers + 2 * (size_t)next++));
+      int written = snprintf(text + used, sizeof text - used, "%lld", (long long)value);
+      if (written < 0) break;
+      used += (size_t)written < sizeof text - used ? (size_t)written : sizeof text - used - 1;
+    } else {
+      text[used++] = *c;
+    }
+  }
+  text[used] = '\0';
+  return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "model check failed: %s", text);
+#else
+  (void)window, (void)value_registers, (void)value_count;
+  return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "model check failed: %s", message);
+#endif
+}
+
 /* Executes one instruction that neither calls nor returns. */
 static irp_status_t irp_step(const irp_vm_module_t* module, const irp_vm_state_t* state, irp_vm_cursor_t* cursor,
                              uint8_t opcode, size_t insn_pc, irp_diag_t* diag) {
@@ -394,6 +430,18 @@ static irp_status_t irp_step(const irp_vm_module_t* module, const irp_vm_state_t
         if (message != NULL) return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "model check failed: %s", message);
         return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: check failed with code %lld at bytecode %zu",
                         function->name, (long long)check_code, insn_pc);
+      }
+      break;
+    }
+    case IRP_OP_CHECK_DIMS: {
+      int64_t cond = I64(READ_U16());
+      int64_t check_code = READ_I64();
+      uint8_t value_count = READ_U8();
+      const uint8_t* value_registers = code + pc;
+      pc += 2 * (size_t)value_count;
+      if (cond == 0) {
+        return irp_failed_dim_check(module, function, window, check_code, value_registers, value_count, insn_pc,
+                                    diag);
       }
       break;
     }

@@ -25,6 +25,7 @@ typedef enum irp_opcode_e {
   IRP_OP_CALL = 0x05, /* call function #callee with i[i64_args] and r[args] (counts and kinds match its signature); on return i[i64_results] and r[results] get its outputs */
   IRP_OP_RET_I64 = 0x06, /* return from a function with i64 outputs: i[i64_results] then the buffers in results, in signature order */
   IRP_OP_CHECK = 0x07, /* if i[cond] == 0, abort the call with an error carrying code (as fail) */
+  IRP_OP_CHECK_DIMS = 0x08, /* as check, and each byte 0x1f in the message of code is replaced by the next of i[values] in decimal (the run-time dims a shape check compared) */
   IRP_OP_CONST_I64 = 0x10, /* i[dst] = value */
   IRP_OP_ADD_I64 = 0x11, /* i[dst] = i[lhs] + i[rhs] (wrapping) */
   IRP_OP_SUB_I64 = 0x12, /* i[dst] = i[lhs] - i[rhs] (wrapping) */
@@ -75,6 +76,7 @@ typedef struct irp_op_info_t {
   [0x05] = {"call", 5, 0, {IRP_OPERAND_U16, IRP_OPERAND_LIST_RI, IRP_OPERAND_LIST_RR, IRP_OPERAND_LIST_RI, IRP_OPERAND_LIST_RR}}, \
   [0x06] = {"ret_i64", 2, 1, {IRP_OPERAND_LIST_RI, IRP_OPERAND_LIST_RR}}, \
   [0x07] = {"check", 2, 0, {IRP_OPERAND_RI, IRP_OPERAND_IMM64}}, \
+  [0x08] = {"check_dims", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_IMM64, IRP_OPERAND_LIST_RI}}, \
   [0x10] = {"const_i64", 2, 0, {IRP_OPERAND_RI, IRP_OPERAND_IMM64}}, \
   [0x11] = {"add_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \
   [0x12] = {"sub_i64", 3, 0, {IRP_OPERAND_RI, IRP_OPERAND_RI, IRP_OPERAND_RI}}, \

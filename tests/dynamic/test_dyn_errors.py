@@ -71,6 +71,15 @@ def test_broadcast_conflict_inside_the_model_names_the_node() -> None:
         module.main.call(np.zeros(4, np.float32), np.zeros(3, np.float32))
 
 
+@pytest.mark.parametrize("target,device", [("host", "local"), ("arm64", "qemu")])
+def test_a_failed_dim_check_reports_the_run_time_dims(target: str, device: str) -> None:
+    """The VM's check_dims fills the dims in: the user sees which sizes met."""
+    module = iree_py.load(iree_py.compile(_two_symbol_add().SerializeToString(), target=target), device=device)
+    with pytest.raises(IreeRuntimeError, match=r"model check failed: node 'add_xz' \(op Add\): broadcast operands axis 0: "
+                                               r"(n = 4, m = 3|m = 3, n = 4) \(needs .*== 1\)"):
+        module.main.call(np.zeros(4, np.float32), np.zeros(3, np.float32))
+
+
 def test_bounded_symbols_plan_statically_and_check_the_range() -> None:
     data = _encoder(batch=(1, 4), seq=(1, 32))
     plan = read_module(data).memory_plan

@@ -491,8 +491,8 @@ def squeeze(ctx: "OnnxContext") -> list[Value]:
     if axes is None:
         axes = [i for i, d in enumerate(shape) if d == 1]
     axes = [_axis(ctx, a, len(shape), "axes") for a in axes]
-    for a in axes:
-        if shape[a] != 1:
+    for a in axes:  # a symbolic dim is checked to be 1 at run time (the Reshape's rule)
+        if isinstance(shape[a], int) and shape[a] != 1:
             raise ctx.bad_attr("axes", axes, f"dim {a} of {x.type} is not 1")
     return [_reshape(ctx, x, tuple(d for i, d in enumerate(shape) if i not in axes), out=0)]
 

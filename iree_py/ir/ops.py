@@ -137,12 +137,31 @@ def _concat(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]
     return [TensorType(inputs[0].dtype, (*first[:axis], total, *first[axis + 1:]))]
 
 
+def _dropped_dims(source: tuple[Dim, ...], shape: tuple[Dim, ...]) -> list[tuple[int, Dim]] | None:
+    """(axis, dim) of each dim of `source` that `shape` leaves out, when `shape` is `source` with
+    some dims dropped and others 1 inserted (a Squeeze, an Unsqueeze); None otherwise."""
+    kept = [d for d in shape if d != 1]
+    dropped, at = [], 0
+    for axis, d in enumerate(source):
+        if at < len(kept) and d == kept[at]:
+            at += 1
+        elif d != 1:
+            dropped.append((axis, d))
+    return dropped if at == len(kept) else None
+
+
 def _reshape(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
     shape = tuple(_attr_dim(d, "Reshape shape") for d in attrs["shape"])
     if any(isinstance(d, int) and d < 0 for d in shape):
         raise ValueError(f"Reshape shape {list(shape)} must be fully resolved")
+    source = inputs[0].shape
+    dropped = _dropped_dims(source, shape)
     try:
-        require_equal(product(shape), inputs[0].element_count, "Reshape element count")
+        if dropped is not None and all(not isinstance(d, int) for _, d in dropped):
+            for axis, d in dropped:  # a Squeeze of dims not known to be 1: check each is 1 at run time
+                require_equal(d, 1, f"dim {axis} of the input, which the reshape drops")
+        else:
+            require_equal(product(shape), inputs[0].element_count, "Reshape element count")
     except ValueError:
         raise ValueError(f"cannot reshape {inputs[0]} to {list(shape)}") from None
     return [TensorType(inputs[0].dtype, shape)]

@@ -80,6 +80,23 @@ def test_a_failed_dim_check_reports_the_run_time_dims(target: str, device: str) 
         module.main.call(np.zeros(4, np.float32), np.zeros(3, np.float32))
 
 
+def test_squeezing_a_symbolic_dim_checks_it_is_one_at_run_time() -> None:
+    """Paddle2ONNX squeezes the height its backbone reduced to 1: not provable, so checked."""
+    graph = helper.make_graph(
+        [helper.make_node("Squeeze", ["x", "axes"], ["y"], name="squeeze_h")], "squeeze",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "h", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(np.array([1], np.int64), "axes")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    module = iree_py.load(iree_py.compile(model.SerializeToString()))
+    x = np.arange(6, dtype=np.float32).reshape(2, 1, 3)
+    assert_close(module.main.call(x), run_onnxruntime(model, [x]))
+    with pytest.raises(IreeRuntimeError, match=r"node 'squeeze_h' \(op Reshape\): dim 1 of the input, which the "
+                                               r"reshape drops: h = 2 \(needs h == 1\)"):
+        module.main.call(np.zeros((2, 2, 3), np.float32))
+
+
 def test_bounded_symbols_plan_statically_and_check_the_range() -> None:
     data = _encoder(batch=(1, 4), seq=(1, 32))
     plan = read_module(data).memory_plan

@@ -20,7 +20,7 @@ import onnx.numpy_helper
 from iree_py.errors import CompileError
 from iree_py.frontends.onnx_ops import CONVERTERS
 from iree_py.frontends.onnx_strings import check_string_inputs, check_string_results
-from iree_py.frontends.onnx_symbolic import InputSymbols, pick_symbolic_converter, shape_text
+from iree_py.frontends.onnx_symbolic import InputSymbols, pick_symbolic_converter
 from iree_py.ir.build import NameTable, fold_or_append, make_node
 from iree_py.ir.graph import Graph, Value
 from iree_py.ir.types import DType, SequenceType, TensorType, is_sequence
@@ -111,6 +111,10 @@ class OnnxContext:
         self.symbol_sources: dict[str, tuple[Value, int]] = {}
         self.runtime_symbols: set[str] = set()  # symbols read from tensors: may be negative
         self.symbols_given: set[str] = set()  # every name onnx_symbolic._fresh_symbol handed out here
+        # A static converter reads a known value as a tensor computed at run time (ir/ops_dims.py),
+        # made once per value: shapes are data too.
+        self.known_as_tensors = False
+        self.materialized: dict[str, Value] = {}
 
     # --- errors -------------------------------------------------------------------------------
     def where(self) -> str:
@@ -151,7 +155,16 @@ class OnnxContext:
         value = self.lookup(name)
         if value is None:
             raise self.error(f"input '{name}' is not defined before the node (graph not topologically sorted?)")
+        if self.known_as_tensors and name in self.known and not value.is_const:
+            return self.tensor_of_known(name)
         return value
+
+    def tensor_of_known(self, name: str) -> Value:
+        """Known value `name` (onnx_symbolic.py) as a tensor the module computes at run time."""
+        if name not in self.materialized:
+            from iree_py.frontends.onnx_symbolic import materialize
+            self.materialized[name] = materialize(self, name)
+        return self.materialized[name]
 
     def lookup(self, name: str) -> Value | None:
         """The value of ONNX name `name` here; in a body, an outer value becomes a capture."""
@@ -159,6 +172,10 @@ class OnnxContext:
             return self.env[name]
         outer = self.parent.lookup(name) if self.parent is not None else None
         if outer is None or outer.is_const:
+            return outer
+        if self.parent is not None and name in self.parent.known:  # folded here too: nothing to capture
+            self.known[name] = self.parent.known[name]
+            self.env[name] = outer
             return outer
         inner = Value(outer.name, outer.type)
         self.captures.append((outer, inner))
@@ -227,7 +244,13 @@ def convert_nodes(ctx: OnnxContext, nodes: Iterable[onnx.NodeProto], prefix: str
             _check_old_opset(ctx, n.op_type)
         check_string_inputs(ctx, n)
         symbolic = pick_symbolic_converter(ctx, n)
-        results = (symbolic(ctx) if symbolic is not None else None) or convert(ctx)
+        results = symbolic(ctx) if symbolic is not None else None
+        if not results:
+            ctx.known_as_tensors = True
+            try:
+                results = convert(ctx)
+            finally:
+                ctx.known_as_tensors = False
         check_string_results(ctx, n, results)
         for name, value in zip(n.output, results):
             if name and value is not None:
@@ -316,9 +339,11 @@ def import_onnx(model: str | Path | bytes | onnx.ModelProto, dims: dict[str, int
     for o in g.output:
         if o.name not in ctx.env:
             raise CompileError(f"{source}: graph output '{o.name}' is not computed by any node")
-        if o.name in ctx.known and not ctx.env[o.name].is_const:
-            raise CompileError(f"{source}: graph output '{o.name}' is a shape computed from symbolic dims "
-                               f"({shape_text(ctx.known[o.name])}); iree-py cannot return it as a tensor yet")
+        if o.name in ctx.known and not ctx.env[o.name].is_const:  # a shape computed from symbolic dims
+            ctx.node_name = f"output {o.name}"
+            ctx.node = onnx.helper.make_node("Identity", [o.name], [f"{o.name}_value"], name=ctx.node_name)
+            ctx.env[o.name] = ctx.emit("Reshape", [ctx.tensor_of_known(o.name)],
+                                       {"shape": list(ctx.env[o.name].type.shape)}, hint=o.name)
         if isinstance(ctx.env[o.name].type, TensorType) and ctx.env[o.name].type.dtype == DType.string:
             raise CompileError(f"{source}: graph output '{o.name}' is a string tensor; iree-py returns numeric "
                                f"and bool tensors only (string tensors are inputs of Equal, docs/strings.md)")

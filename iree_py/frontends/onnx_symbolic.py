@@ -142,11 +142,27 @@ def _known_inputs(ctx: "OnnxContext") -> tuple[list[Value], list[np.ndarray] | N
     if not any(is_known(ctx, v) for v in values):
         return values, None
     arrays = [elements(ctx, v) for v in values]
-    runtime = [v.name for v, a in zip(values, arrays) if a is None]
-    if runtime:
-        raise ctx.error(f"mixes a shape computed from symbolic dims with the run-time tensor '{runtime[0]}'; "
-                        f"iree-py folds shape arithmetic at import only")
+    if any(a is None for a in arrays):
+        return values, None  # with a run-time tensor: the static converter, on the known ones made tensors
     return values, arrays
+
+
+def materialize(ctx: "OnnxContext", name: str) -> Value:
+    """Known value `name` as a tensor the module computes at run time: a DimValues node (its
+    elements evaluated from the symbols, ir/ops_dims.py), cast to the value's dtype."""
+    array = ctx.known[name]
+    dtype = ctx.env[name].type.dtype
+    values = [as_dim(int(e) if isinstance(e, (bool, np.bool_)) else e) for e in array.reshape(-1)]
+    tensor = ctx.emit("DimValues", [], {"shape": [int(d) for d in array.shape], "values": values}, hint=f"{name}_value")
+    if dtype != DType.i64:
+        tensor = ctx.emit("Cast", [tensor], {"to": dtype.value}, hint=f"{name}_as_{dtype.value}")
+    return tensor
+
+
+def integral(e: Any) -> bool:
+    """Whether element `e` of a constant or known value is an integer (an int, an Expr, a whole float)."""
+    return isinstance(e, (int, np.integer, bool, np.bool_, Expr)) or (isinstance(e, (float, np.floating))
+                                                                      and float(e).is_integer())
 
 
 # --- comparing dims --------------------------------------------------------------------------------
@@ -172,14 +188,25 @@ def sign_of(ctx: "OnnxContext", a: Any, b: Any) -> int | None:
     return 0 if lo == hi == 0 else None
 
 
+def _difference_bounds(ctx: "OnnxContext", a: Any, b: Any) -> tuple[int, int] | None:
+    """[lo, hi] of a - b over every value of the symbols; None when unbounded by division."""
+    d = Expr.of(as_dim(a)) - Expr.of(as_dim(b))
+    if d.constant is not None:
+        return d.constant, d.constant
+    try:
+        return bounds(d, _ranges(ctx, d))
+    except ValueError:
+        return None
+
+
 def smax(ctx: "OnnxContext", a: Any, b: Any) -> Dim:
-    s = sign_of(ctx, a, b)
-    return as_dim(a) if s is not None and s >= 0 else as_dim(b) if s is not None else dim(call("max", a, b))
+    r = _difference_bounds(ctx, a, b)
+    return as_dim(a) if r and r[0] >= 0 else as_dim(b) if r and r[1] <= 0 else dim(call("max", a, b))
 
 
 def smin(ctx: "OnnxContext", a: Any, b: Any) -> Dim:
-    s = sign_of(ctx, a, b)
-    return as_dim(a) if s is not None and s <= 0 else as_dim(b) if s is not None else dim(call("min", a, b))
+    r = _difference_bounds(ctx, a, b)
+    return as_dim(a) if r and r[1] <= 0 else as_dim(b) if r and r[0] >= 0 else dim(call("min", a, b))
 
 
 def exact_div(a: Any, b: Any) -> Dim | None:
@@ -209,11 +236,15 @@ def floordiv(a: Any, b: Any) -> Dim:
     return q if q is not None else dim(call("floordiv", a, b))
 
 
+class Undecided(Exception):
+    """A comparison of dims the symbols decide: the op is computed at run time instead."""
+
+
 def _equal(ctx: "OnnxContext") -> Callable[[Any, Any], bool]:
     def equal(a: Any, b: Any) -> bool:
         s = sign_of(ctx, a, b)
         if s is None:
-            raise ctx.error(f"cannot decide at import whether {a} == {b} (symbolic dims)")
+            raise Undecided(f"{a} == {b}")
         return s == 0
     return equal
 
@@ -275,9 +306,41 @@ def _elementwise(fn_of: Callable[["OnnxContext"], Callable[..., Any]], result: s
         values, arrays = _known_inputs(ctx)
         if arrays is None:
             return None
-        out = np.asarray(np.frompyfunc(fn_of(ctx), len(arrays), 1)(*arrays), dtype=object)
+        if any(v.type.dtype.numpy.kind == "f" for v in values) and (
+                ctx.node.op_type == "Div" or not all(integral(e) for a in arrays for e in a.reshape(-1))):
+            return None  # float arithmetic that may leave the integers: computed at run time
+        try:
+            out = np.asarray(np.frompyfunc(fn_of(ctx), len(arrays), 1)(*arrays), dtype=object)
+        except Undecided:
+            return None  # an Equal the symbols decide: on tensors at run time
         dtype = DType.bool if result == "bool" else values[0].type.dtype
         return [known_result(ctx, out, dtype)]
+    return convert
+
+
+def _reduce(op: str) -> SymbolicConverter:
+    """ReduceProd / ReduceSum / ReduceMax / ReduceMin of a known value, folded (tf2onnx's Keras
+    Reshape: Shape -> Gather -> ReduceProd -> Concat -> Reshape)."""
+    def convert(ctx: "OnnxContext") -> list[Value] | None:
+        from iree_py.frontends.onnx_reduce import REDUCE_OPS, _normalized_axes, _requested_axes
+        x = ctx.input(0)
+        if not is_known(ctx, x) or any(is_known(ctx, v) for v in ctx.inputs()[1:]):
+            return None
+        array = elements(ctx, x)
+        axes = _requested_axes(ctx, REDUCE_OPS[op][1])
+        if axes is None:
+            if ctx.opset >= REDUCE_OPS[op][1] and int(ctx.attr("noop_with_empty_axes", 0)):
+                return [known_result(ctx, array, x.type.dtype)]
+            axes = list(range(array.ndim))
+        combine = {"ReduceProd": lambda a, b: a * b, "ReduceSum": lambda a, b: a + b,
+                   "ReduceMax": lambda a, b: smax(ctx, a, b), "ReduceMin": lambda a, b: smin(ctx, a, b)}[op]
+        ufunc = np.frompyfunc(combine, 2, 1)
+        keepdims = bool(int(ctx.attr("keepdims", 1)))
+        for axis in sorted(_normalized_axes(ctx, axes, array.ndim), reverse=True):
+            if array.shape[axis] == 0:
+                return None  # an empty reduction: the static converter knows its start value
+            array = ufunc.reduce(array, axis=axis, keepdims=keepdims)
+        return [known_result(ctx, np.asarray(array, dtype=object), x.type.dtype)]
     return convert
 
 
@@ -297,9 +360,10 @@ def _cast(ctx: "OnnxContext") -> list[Value] | None:
     if arrays is None:
         return None
     to = DType.from_numpy(onnx.helper.tensor_dtype_to_np_dtype(int(ctx.attr("to"))))
-    if to.numpy.kind not in "iu":
-        raise ctx.error(f"casts a shape computed from symbolic dims ({shape_text(arrays[0])}) to {to.value}; "
-                        f"iree-py keeps such shapes as integers only")
+    if to.numpy.kind not in "iuf":
+        return None  # (bool, ...): computed at run time
+    # A float known value keeps its integer elements (YOLO heads cast a grid size to float for a
+    # Range); exact while they stay below 2**24, as real sizes do.
     return [known_result(ctx, arrays[0], to)]
 
 
@@ -508,16 +572,19 @@ def _range(ctx: "OnnxContext") -> list[Value] | None:
     if all(v.is_const for v in values):
         return None
     dtype = values[0].type.dtype
-    if dtype not in INDEX_DTYPES:
+    folded = all(v.is_const or is_known(ctx, v) for v in values) and all(
+        integral(e) for v in values for e in elements(ctx, v).reshape(-1))
+    if dtype not in INDEX_DTYPES and not folded:
         from iree_py.frontends.onnx_signal_rt import float_range
-        return float_range(ctx, values)
-    if all(v.is_const or is_known(ctx, v) for v in values):
-        start, limit, delta = (elements(ctx, v).reshape(-1)[0] for v in values)
+        return float_range(ctx, [ctx.tensor_of_known(v.name) if is_known(ctx, v) else v for v in values])
+    if folded:  # a length from the symbols, also for whole floats (ultralytics' anchor grids)
+        start, limit, delta = (_as_int(elements(ctx, v).reshape(-1)[0]) for v in values)
         if not isinstance(delta, int) or delta == 0:
             raise ctx.error(f"delta (input 2) is {delta}; a Range over symbolic dims needs a nonzero constant delta")
         count = call("ceildiv", limit - start, delta) if delta > 0 else call("ceildiv", start - limit, -delta)
         n = smax(ctx, count, 0)
     else:
+        values = [ctx.tensor_of_known(v.name) if is_known(ctx, v) else v for v in values]
         n = runtime_symbols(ctx, _range_count(ctx, values), "Range length")[0]
         start, delta = (elements(ctx, v).reshape(-1)[0] if v.is_const else None for v in (values[0], values[2]))
     one = ctx.const(np.array(1, dtype.numpy), "one")
@@ -528,20 +595,20 @@ def _range(ctx: "OnnxContext") -> list[Value] | None:
             continue
         tensor = values[2 - 2 * i]
         if is_known(ctx, tensor):
-            raise ctx.error(f"Range's {'delta' if op == 'Mul' else 'start'} is computed from symbolic dims; "
-                            f"only its limit may be")
+            tensor = ctx.tensor_of_known(tensor.name)
         y = ctx.emit(op, [y, ctx.emit("Reshape", [tensor], {"shape": []}) if tensor.type.rank else tensor])
     return [_named(ctx, y)]
+
+
+def _as_int(e: Any) -> Any:
+    """A whole number (int or float) as an int; an Expr as it is."""
+    return e if isinstance(e, Expr) else int(e)
 
 
 def _range_count(ctx: "OnnxContext", values: list[Value]) -> Value:
     """max(0, ceil((limit - start) / delta)) computed at run time from start/limit/delta tensors:
     a symbol read from it is a length, never negative (push constants are unsigned).
     ceil(a / d) = (a + floormod(-a, d)) / d, an exact division for either sign of d."""
-    for v in values:
-        if is_known(ctx, v):
-            raise ctx.error(f"mixes '{v.name}', computed from symbolic dims, with start/limit/delta given at run "
-                            f"time; iree-py folds shape arithmetic at import only")
     start, limit, delta = (v if v.type.rank == 0 else ctx.emit("Reshape", [v], {"shape": []}) for v in values)
     zero = ctx.const(np.array(0, start.type.dtype.numpy), "zero")
     span = ctx.emit("Sub", [limit, start])
@@ -766,6 +833,7 @@ SYMBOLIC_CONVERTERS: dict[str, SymbolicConverter] = {
     "Neg": _elementwise(lambda ctx: lambda a: -a),
     "Equal": _elementwise(_equal, result="bool"),
     "Where": _where,
+    **{op: _reduce(op) for op in ("ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin")},
     "Reshape": _reshape,
     "Expand": _expand,
     "ConstantOfShape": _constant_of_shape,
@@ -803,10 +871,7 @@ def pick_symbolic_converter(ctx: "OnnxContext", n: onnx.NodeProto) -> SymbolicCo
     known = [v for v in inputs.values() if is_known(ctx, v)]
     convert = SYMBOLIC_CONVERTERS.get(n.op_type)
     if convert is None:
-        if known:
-            raise ctx.error(f"input '{known[0].name}' is a shape computed from symbolic dims "
-                            f"({shape_text(ctx.known[known[0].name])}); op {n.op_type} cannot read it as data")
-        return None
+        return None  # the static converter reads any known input as a tensor computed at run time
     symbolic = any(not v.type.is_static for v in inputs.values())
     runtime_shape = any(i in inputs and not inputs[i].is_const for i in SHAPE_INPUTS.get(n.op_type, ()))
     return convert if known or symbolic or runtime_shape else None

@@ -8,6 +8,7 @@ import numpy as np
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.ops import infer_types
 from iree_py.ir.reference import KERNELS
+from iree_py.ir.symbols import Expr
 from iree_py.ir.types import DType, TensorType
 
 
@@ -57,12 +58,19 @@ def make_node(names: NameTable, op: str, inputs: list[Value], attrs: dict[str, A
     return node
 
 
+def has_symbolic_attrs(node: Node) -> bool:
+    """Whether an attribute holds a dim known only at run time (an Expr, also inside a list)."""
+    def symbolic(x: Any) -> bool:
+        return isinstance(x, Expr) or (isinstance(x, (list, tuple)) and any(symbolic(e) for e in x))
+    return any(symbolic(v) for v in node.attrs.values())
+
+
 def fold_or_append(node: Node, nodes: list[Node]) -> Value:
     """The frontends' last step for a new node: when every input is a constant, its (first) result
     evaluated now by the reference kernel, as a constant; otherwise the node appended to `nodes`
     and its first result."""
     result = node.outputs[0]
-    if all(v.is_const for v in node.inputs):
+    if all(v.is_const for v in node.inputs) and not has_symbolic_attrs(node):
         array = KERNELS[node.op]([v.const for v in node.inputs], node.attrs)
         return Value(result.name, result.type, const=np.asarray(array, dtype=result.type.dtype.numpy))
     nodes.append(node)

@@ -15,6 +15,7 @@ from iree_py.ir.ops_control_flow import CONTROL_FLOW_OP_DEFS
 from iree_py.ir.ops_logic import LOGIC_OP_DEFS
 from iree_py.ir.ops_misc import MISC_OP_DEFS
 from iree_py.ir.ops_convt import CONVT_OP_DEFS
+from iree_py.ir.ops_dims import DIM_VALUES_OP_DEFS
 from iree_py.ir.ops_quant import QUANT_OP_DEFS
 from iree_py.ir.ops_qlookup import QLOOKUP_OP_DEFS
 from iree_py.ir.ops_qsoftmax import QSOFTMAX_OP_DEFS
@@ -323,6 +324,7 @@ _DEFS = [
     # -- dtypes2: entries below this line --
     # -- ops_misc: entries below this line --
     *MISC_OP_DEFS,
+    *DIM_VALUES_OP_DEFS,
     # -- control_flow: entries below this line --
     *CONTROL_FLOW_OP_DEFS,
     # -- rt_reduce: entries below this line --

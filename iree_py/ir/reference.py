@@ -19,6 +19,7 @@ from iree_py.ir.ops_strings import STRING_KERNELS
 from iree_py.ir.reference_control_flow import KERNELS as CONTROL_FLOW_KERNELS
 from iree_py.ir.reference_logic import KERNELS as LOGIC_KERNELS
 from iree_py.ir.reference_misc import KERNELS as MISC_KERNELS
+from iree_py.ir.ops_dims import KERNELS as DIM_VALUES_KERNELS
 from iree_py.ir.reference_quant import KERNELS as QUANT_KERNELS
 from iree_py.ir.ops_qlookup import QLOOKUP_KERNELS
 from iree_py.ir.reference_qsoftmax import QSOFTMAX_KERNELS
@@ -315,6 +316,7 @@ KERNELS: dict[str, Kernel] = {
     # -- dtypes2: entries below this line --
     # -- ops_misc: entries below this line --
     **MISC_KERNELS,
+    **DIM_VALUES_KERNELS,
     # -- control_flow: entries below this line --
     **CONTROL_FLOW_KERNELS,
     # -- rt_reduce: entries below this line --

@@ -25,6 +25,7 @@ from iree_py.errors import CompileError
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.ops import infer_types
 from iree_py.ir.ops_control_flow import BODY_ATTRS
+from iree_py.ir.ops_dims import DIM_VALUES
 from iree_py.ir.symbols import Emitter, Expr
 from iree_py.ir.ops_sequence import SEQUENCE_OPS
 from iree_py.ir.types import DType, is_sequence
@@ -184,6 +185,9 @@ class Lowerer:
                     emit_control_flow(self, node, plan)  # allocates its own results (scan outputs by trip count)
                 elif node.op in SEQUENCE_OPS:
                     emit_sequence_op(self, node, plan)   # VM code on packed buffers, no kernel
+                elif node.op == DIM_VALUES:
+                    self.allocate(node, plan)
+                    self.emit_dim_values(node, plan)     # each element stored by the host program
                 else:
                     self.allocate(node, plan)
                     self.emit_dispatch(node, plan)
@@ -193,6 +197,11 @@ class Lowerer:
             self.free_after(index, plan)
             for v in liveness.free_after.get(index, []):
                 self.code.emit("buffer_free", self.seq_refs.pop(id(v)))
+
+    def emit_dim_values(self, node: Node, plan: MemoryPlanResult) -> None:
+        out = self.ref_of(node.outputs[0], plan)
+        for i, value in enumerate(node.attrs["values"]):
+            self.code.emit("buffer_store_i64", out, self.int_reg(8 * i), self.dim_reg(value))
 
     def allocate(self, node: Node, plan: MemoryPlanResult) -> None:
         for out in node.outputs:

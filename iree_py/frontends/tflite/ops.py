@@ -19,6 +19,7 @@ from iree_py.frontends.tflite.fully_connected import fully_connected_rows
 from iree_py.frontends.tflite.layout import NCHW_AXIS_OF_NHWC, from_nchw, nchw_operands, to_nchw
 from iree_py.frontends.tflite.quant_ops import converters as quant_converters
 from iree_py.frontends.tflite.resize_pad_ops import TFLITE_RESIZE_PAD_CONVERTERS
+from iree_py.frontends.tflite.sparsity import TFLITE_SPARSITY_CONVERTERS
 from iree_py.frontends.tflite.state_ops import TFLITE_STATE_CONVERTERS
 from iree_py.frontends.tflite.schema.ActivationFunctionType import ActivationFunctionType as Act
 from iree_py.frontends.tflite.schema.AddOptions import AddOptionsT
@@ -455,4 +456,6 @@ CONVERTERS: dict[int, Converter] = {
     B.IF: tflite_if,
     B.WHILE: tflite_while,
     **TFLITE_LOGIC_CONVERTERS,
+    # -- sparsity: entries below this line --
+    **TFLITE_SPARSITY_CONVERTERS,
 }

@@ -146,6 +146,12 @@ class TfliteContext:
         index = self._index(i, outputs=True)
         return self.tensor_type(index, "output").shape  # type: ignore[return-value]
 
+    def custom_options(self) -> bytes:
+        """A CUSTOM operator's custom_options, as stored (b"" when absent)."""
+        assert self.op is not None
+        raw = self.op.customOptions
+        return b"" if raw is None else np.asarray(raw, dtype=np.uint8).tobytes()
+
     def options(self, kind: type) -> Any:
         assert self.op is not None
         opts = self.op.builtinOptions

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from iree_py.frontends.tflite.convt_ops import TFLITE_CONVT_CONVERTERS
+from iree_py.frontends.tflite import reader
+from iree_py.frontends.tflite.convt_ops import TFLITE_CONVT_CONVERTERS, TFLITE_CONVT_CUSTOM_CONVERTERS
 from iree_py.frontends.tflite.control_flow_ops import if_ as tflite_if, while_ as tflite_while
 from iree_py.frontends.tflite.indexing_ops import TFLITE_INDEXING_CONVERTERS
 from iree_py.frontends.tflite.logic_ops import TFLITE_LOGIC_CONVERTERS
@@ -396,6 +397,20 @@ def dequantize(ctx: "TfliteContext") -> list[Value]:
     return [ctx.const(x.const.astype(F32), ctx.tensor_names[ctx._index(0, outputs=True)])]
 
 
+# CUSTOM operators by custom_code (MediaPipe's ops that LiteRT's XNNPACK delegate runs).
+CUSTOM_CONVERTERS: dict[str, Converter] = {
+    **TFLITE_CONVT_CUSTOM_CONVERTERS,
+}
+
+
+def custom(ctx: "TfliteContext") -> list[Value]:
+    assert ctx.op is not None
+    convert = CUSTOM_CONVERTERS.get(reader.custom_code(ctx.model, ctx.op.opcodeIndex))
+    if convert is None:
+        raise ctx.error("op not supported by iree-py")
+    return convert(ctx)
+
+
 CONVERTERS: dict[int, Converter] = {
     B.CONV_2D: conv_2d,
     B.DEPTHWISE_CONV_2D: depthwise_conv_2d,
@@ -458,4 +473,5 @@ CONVERTERS: dict[int, Converter] = {
     **TFLITE_LOGIC_CONVERTERS,
     # -- sparsity: entries below this line --
     **TFLITE_SPARSITY_CONVERTERS,
+    B.CUSTOM: custom,
 }

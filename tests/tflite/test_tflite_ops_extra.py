@@ -1,5 +1,6 @@
-"""TFLite SPLIT, SPLIT_V, PACK, UNPACK (float and int8/uint8) and CAST, against the TFLite interpreter:
-exact equality (the four ops only move data; CAST converts values as C's static_cast)."""
+"""TFLite SPLIT, SPLIT_V, PACK, UNPACK, DEPTH_TO_SPACE (float and int8/uint8) and CAST, against the
+TFLite interpreter: exact equality (the five ops only move data; CAST converts values as C's
+static_cast)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 from tflite_harness import complete_shapes, run_iree, run_tflite
 from tflite_writer import Quant, TfliteModel
 
+from iree_py.frontends.tflite.schema.DepthToSpaceOptions import DepthToSpaceOptionsT
 from iree_py.frontends.tflite.schema.PackOptions import PackOptionsT
 from iree_py.frontends.tflite.schema.SplitOptions import SplitOptionsT
 from iree_py.frontends.tflite.schema.SplitVOptions import SplitVOptionsT
@@ -94,6 +96,30 @@ def test_unpack(dtype, shape: tuple[int, ...], axis: int) -> None:
     for o in outs:
         m.output(o)
     _check(m, [x])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,block", [((1, 2, 3, 8), 2), ((2, 3, 2, 18), 3), ((1, 4, 4, 5), 1), ((1, 1, 2, 16), 4)])
+def test_depth_to_space(dtype, shape: tuple[int, ...], block: int) -> None:
+    m = TfliteModel()
+    xi = m.input("x", shape, dtype, quant=_quant(dtype))
+    y = m.tensor("y", dtype=dtype, quant=_quant(dtype))
+    m.op("DEPTH_TO_SPACE", [xi], [y], _options(DepthToSpaceOptionsT, blockSize=block))
+    m.output(y)
+    _check(m, [_data(shape, dtype)])
+
+
+def test_depth_to_space_refuses_a_block_that_does_not_divide_the_channels() -> None:
+    import iree_py
+    from iree_py.errors import CompileError
+    m = TfliteModel()
+    xi = m.input("x", (1, 2, 2, 6))
+    y = m.tensor("y", (1, 4, 4, 1))
+    m.op("DEPTH_TO_SPACE", [xi], [y], _options(DepthToSpaceOptionsT, blockSize=2))
+    m.output(y)
+    with pytest.raises(CompileError, match=r"operator 0 \(DEPTH_TO_SPACE\): block_size 2 must be >= 1 with "
+                                           r"block_size\^2 dividing the 6 channels"):
+        iree_py.compile(m.build())
 
 
 def _cast_input(src, dst) -> np.ndarray:

@@ -13,7 +13,9 @@ from ai_edge_litert import schema_py_generated as ref
 from iree_py.frontends.tflite.schema.ActivationFunctionType import ActivationFunctionType
 from iree_py.frontends.tflite.schema.BuiltinOperator import BuiltinOperator
 from iree_py.frontends.tflite.schema.BuiltinOptions import BuiltinOptions
+from iree_py.frontends.tflite.schema.DimensionType import DimensionType
 from iree_py.frontends.tflite.schema.Padding import Padding
+from iree_py.frontends.tflite.schema.SparseIndexVector import SparseIndexVector
 from iree_py.frontends.tflite.schema.TensorType import TensorType
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +37,8 @@ def test_generated_schema_is_current(tmp_path):
 
 @pytest.mark.parametrize("ours,theirs", [(BuiltinOperator, ref.BuiltinOperator), (BuiltinOptions, ref.BuiltinOptions),
                                          (TensorType, ref.TensorType), (Padding, ref.Padding),
-                                         (ActivationFunctionType, ref.ActivationFunctionType)])
+                                         (ActivationFunctionType, ref.ActivationFunctionType),
+                                         (DimensionType, ref.DimensionType), (SparseIndexVector, ref.SparseIndexVector)])
 def test_enum_values_are_tflite_values(ours, theirs):
     mine, reference = members(ours), members(theirs)
     assert len(mine) > 1

@@ -6,6 +6,8 @@
     y = m.tensor("y")                                # shape filled in by `complete_shapes` (tflite_harness)
     q = m.tensor("q", dtype=np.int8, quant=Quant([0.05], [3]))   # int8 with scale/zero point
     m.op("CONV_2D", [x, w, -1], [y], Conv2DOptionsT(...))   # -1: an absent optional input
+    m.custom_op("Convolution2DTransposeBias", [x, w, b], [y], options_bytes)   # a CUSTOM operator
+    s = m.sparse_const("s", (4, 8), values, Sparsity(...))   # a constant in TFLite's sparse encoding
     m.output(y)
     data = m.build()
 """
@@ -20,20 +22,31 @@ import numpy as np
 from iree_py.frontends.tflite.schema import Buffer as buffer_fb
 from iree_py.frontends.tflite.schema.BuiltinOperator import BuiltinOperator
 from iree_py.frontends.tflite.schema.BuiltinOptions import BuiltinOptions
+from iree_py.frontends.tflite.schema.DimensionMetadata import DimensionMetadataT
+from iree_py.frontends.tflite.schema.DimensionType import DimensionType
+from iree_py.frontends.tflite.schema.Int32Vector import Int32VectorT
 from iree_py.frontends.tflite.schema.Model import ModelT
 from iree_py.frontends.tflite.schema.Operator import OperatorT
 from iree_py.frontends.tflite.schema.OperatorCode import OperatorCodeT
 from iree_py.frontends.tflite.schema.QuantizationParameters import QuantizationParametersT
 from iree_py.frontends.tflite.schema.SignatureDef import SignatureDefT
+from iree_py.frontends.tflite.schema.SparseIndexVector import SparseIndexVector
+from iree_py.frontends.tflite.schema.SparsityParameters import SparsityParametersT
 from iree_py.frontends.tflite.schema.SubGraph import SubGraphT
 from iree_py.frontends.tflite.schema.Tensor import TensorT
 from iree_py.frontends.tflite.schema.TensorMap import TensorMapT
 from iree_py.frontends.tflite.schema.TensorType import TensorType
+from iree_py.frontends.tflite.schema.Uint8Vector import Uint8VectorT
+from iree_py.frontends.tflite.schema.Uint16Vector import Uint16VectorT
 
 TYPE_OF = {np.dtype(np.float32): TensorType.FLOAT32, np.dtype(np.float16): TensorType.FLOAT16,
            np.dtype(np.int32): TensorType.INT32, np.dtype(np.int64): TensorType.INT64,
            np.dtype(np.int8): TensorType.INT8, np.dtype(np.uint8): TensorType.UINT8,
            np.dtype(np.bool_): TensorType.BOOL}
+# A sparse index vector's element type -> its SparseIndexVector union member.
+INDEX_VECTOR_OF = {np.dtype(np.int32): (SparseIndexVector.Int32Vector, Int32VectorT),
+                   np.dtype(np.uint16): (SparseIndexVector.Uint16Vector, Uint16VectorT),
+                   np.dtype(np.uint8): (SparseIndexVector.Uint8Vector, Uint8VectorT)}
 
 
 @dataclass
@@ -50,6 +63,56 @@ class Quant:
         q.zeroPoint = [int(z) for z in self.zero_point]
         q.quantizedDimension = int(self.axis)
         return q
+
+
+@dataclass
+class Level:
+    """One entry of dim_metadata: DENSE with its size, or SPARSE_CSR with its segments and indices
+    (numpy arrays; their dtype, int32 / uint16 / uint8, picks the index vector type)."""
+    dense_size: int = 0
+    segments: np.ndarray | None = None
+    indices: np.ndarray | None = None
+
+    @property
+    def sparse(self) -> bool:
+        return self.segments is not None
+
+    def to_fb(self) -> DimensionMetadataT:
+        d = DimensionMetadataT()
+        if not self.sparse:
+            d.format, d.denseSize = DimensionType.DENSE, int(self.dense_size)
+            return d
+        d.format = DimensionType.SPARSE_CSR
+        d.arraySegmentsType, d.arraySegments = _index_vector(self.segments)
+        if self.indices is not None:      # None: a malformed level without indices (for error tests)
+            d.arrayIndicesType, d.arrayIndices = _index_vector(self.indices)
+        return d
+
+
+def _index_vector(values: np.ndarray) -> tuple[int, Any]:
+    array = np.asarray(values)
+    kind, table = INDEX_VECTOR_OF[array.dtype]
+    vector = table()
+    vector.values = [int(v) for v in array.reshape(-1)]
+    return kind, vector
+
+
+@dataclass
+class Sparsity:
+    """A tensor's SparsityParameters, written as given: traversal_order (n tensor dims, then k block
+    dims), block_map (tensor dim of each block dim; None when not block sparse), one Level per
+    traversal position."""
+    traversal_order: list[int]
+    levels: list[Level]
+    block_map: list[int] | None = None
+
+    def to_fb(self) -> SparsityParametersT:
+        sp = SparsityParametersT()
+        sp.traversalOrder = [int(d) for d in self.traversal_order]
+        if self.block_map is not None:
+            sp.blockMap = [int(d) for d in self.block_map]
+        sp.dimMetadata = [level.to_fb() for level in self.levels]
+        return sp
 
 
 class AlignedBufferT(buffer_fb.BufferT):
@@ -81,6 +144,8 @@ class _Op:
     inputs: list[int]
     outputs: list[int]
     options: Any = None
+    custom_code: str | None = None          # CUSTOM operators: their name and raw options
+    custom_options: bytes | None = None
 
 
 @dataclass
@@ -115,9 +180,20 @@ class TfliteModel:
         array = np.asarray(array)
         return self.tensor(name, array.shape, array.dtype, array, quant)
 
+    def sparse_const(self, name: str, shape: tuple[int, ...], values: np.ndarray, sparsity: Sparsity,
+                     quant: Quant | None = None) -> int:
+        """A constant of dense shape `shape` stored as `values` (the encoding's values, in order)."""
+        values = np.asarray(values)
+        index = self.tensor(name, shape, values.dtype, values, quant)
+        self.tensors[index].sparsity = sparsity.to_fb()
+        return index
+
     def op(self, code: int | str, inputs: list[int], outputs: list[int], options: Any = None) -> None:
         number = getattr(BuiltinOperator, code) if isinstance(code, str) else code
         self.ops.append(_Op(number, list(inputs), list(outputs), options))
+
+    def custom_op(self, custom_code: str, inputs: list[int], outputs: list[int], options: bytes = b"") -> None:
+        self.ops.append(_Op(BuiltinOperator.CUSTOM, list(inputs), list(outputs), None, custom_code, bytes(options)))
 
     def output(self, index: int) -> None:
         self.outputs.append(index)
@@ -148,13 +224,15 @@ class TfliteModel:
 
 def build_subgraphs(subs: list[TfliteModel], version: int = 3, signature: SignatureDefT | None = None) -> bytes:
     """One TFLite flatbuffer of the subgraphs `subs` (subs[0] is the main one; all share its buffers)."""
-    codes = sorted({op.code for sub in subs for op in sub.ops})
+    codes = sorted({(op.code, op.custom_code or "") for sub in subs for op in sub.ops})
     model = ModelT()
     model.version, model.description = version, "iree-py test model"
     model.operatorCodes = []
-    for code in codes:
+    for code, custom_code in codes:
         oc = OperatorCodeT()
         oc.builtinCode, oc.deprecatedBuiltinCode, oc.version = code, min(code, 127), 1
+        if custom_code:
+            oc.customCode = custom_code
         model.operatorCodes.append(oc)
     model.subgraphs = []
     for i, s in enumerate(subs):
@@ -163,9 +241,11 @@ def build_subgraphs(subs: list[TfliteModel], version: int = 3, signature: Signat
         sub.operators = []
         for op in s.ops:
             o = OperatorT()
-            o.opcodeIndex, o.inputs, o.outputs = codes.index(op.code), op.inputs, op.outputs
+            o.opcodeIndex, o.inputs, o.outputs = codes.index((op.code, op.custom_code or "")), op.inputs, op.outputs
             if op.options is not None:
                 o.builtinOptionsType, o.builtinOptions = options_type(op.options), op.options
+            if op.custom_options:
+                o.customOptions = list(op.custom_options)
             sub.operators.append(o)
         model.subgraphs.append(sub)
     model.buffers = []

@@ -18,6 +18,7 @@ from iree_py.frontends.tflite.schema.Model import ModelT
 from iree_py.frontends.tflite.schema.Operator import OperatorT
 from iree_py.frontends.tflite.schema.TensorType import TensorType as TflType
 from iree_py.frontends.tflite.signature import io_quantization, name_tensors, signature_names
+from iree_py.frontends.tflite.sparsity import SparsityError, densify
 from iree_py.ir.build import NameTable, fold_or_append, make_node
 from iree_py.ir.graph import Graph, Value
 from iree_py.ir.types import DType, TensorType
@@ -73,12 +74,22 @@ class TfliteContext:
         shape = tuple(int(d) for d in (t.shape if t.shape is not None else []))
         return TensorType(DType.from_numpy(dtype), shape)
 
+    def readers(self, index: int) -> str:
+        """The operators that read tensor `index`, for messages: "operator 3 (DENSIFY)", ..."""
+        found = [f"operator {k} ({reader.operator_name(self.model, op.opcodeIndex)})"
+                 for k, op in enumerate(self.subgraph.operators or [])
+                 if op.inputs is not None and index in [int(i) for i in op.inputs]]
+        return ", ".join(found) if found else "no operator"
+
     def load_constants(self) -> None:
         for i, t in enumerate(self.tensors):
             if t.isVariable:
                 raise CompileError(f"{self.source}: tensor {i} ('{self.tensor_names[i]}') is a variable; "
                                    "stateful models are not supported yet")
             data = reader.buffer_bytes(self.model, t.buffer) if t.buffer else None
+            if t.sparsity is not None:
+                self._load_sparse(i, data)
+                continue
             if data is None:
                 continue
             ttype = self.tensor_type(i, "constant")
@@ -87,6 +98,20 @@ class TfliteContext:
                 raise CompileError(f"{self.source}: tensor {i} ('{self.tensor_names[i]}') {ttype} has "
                                    f"{data.size} bytes of data, expected {ttype.num_bytes}")
             self.env[i] = Value(self.tensor_names[i], ttype, const=array.reshape(ttype.shape))
+
+    def _load_sparse(self, i: int, data: np.ndarray | None) -> None:
+        """A sparse tensor becomes the dense constant it encodes (sparsity.py)."""
+        where = f"{self.source}: sparse tensor {i} ('{self.tensor_names[i]}'), read by {self.readers(i)}"
+        if data is None:
+            raise CompileError(f"{where}: has no data; only sparse constants are supported")
+        ttype = self.tensor_type(i, "constant")
+        if data.size % ttype.dtype.itemsize:
+            raise CompileError(f"{where}: {data.size} bytes of data is not a whole number of {ttype.dtype} values")
+        try:
+            dense = densify(data.view(ttype.dtype.numpy), tuple(int(d) for d in ttype.shape), self.tensors[i].sparsity)
+        except SparsityError as e:
+            raise CompileError(f"{where}: {e}") from None
+        self.env[i] = Value(self.tensor_names[i], ttype, const=dense)
 
     # --- reading the operator -----------------------------------------------------------------
     def _index(self, i: int, outputs: bool = False) -> int:
@@ -120,6 +145,12 @@ class TfliteContext:
     def output_shape(self, i: int = 0) -> tuple[int, ...]:
         index = self._index(i, outputs=True)
         return self.tensor_type(index, "output").shape  # type: ignore[return-value]
+
+    def custom_options(self) -> bytes:
+        """A CUSTOM operator's custom_options, as stored (b"" when absent)."""
+        assert self.op is not None
+        raw = self.op.customOptions
+        return b"" if raw is None else np.asarray(raw, dtype=np.uint8).tobytes()
 
     def options(self, kind: type) -> Any:
         assert self.op is not None

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from iree_py.frontends.tflite.convt_ops import TFLITE_CONVT_CONVERTERS
+from iree_py.frontends.tflite import reader
+from iree_py.frontends.tflite.convt_ops import TFLITE_CONVT_CONVERTERS, TFLITE_CONVT_CUSTOM_CONVERTERS
 from iree_py.frontends.tflite.control_flow_ops import if_ as tflite_if, while_ as tflite_while
 from iree_py.frontends.tflite.indexing_ops import TFLITE_INDEXING_CONVERTERS
 from iree_py.frontends.tflite.logic_ops import TFLITE_LOGIC_CONVERTERS
@@ -19,6 +20,7 @@ from iree_py.frontends.tflite.fully_connected import fully_connected_rows
 from iree_py.frontends.tflite.layout import NCHW_AXIS_OF_NHWC, from_nchw, nchw_operands, to_nchw
 from iree_py.frontends.tflite.quant_ops import converters as quant_converters
 from iree_py.frontends.tflite.resize_pad_ops import TFLITE_RESIZE_PAD_CONVERTERS
+from iree_py.frontends.tflite.sparsity import TFLITE_SPARSITY_CONVERTERS
 from iree_py.frontends.tflite.state_ops import TFLITE_STATE_CONVERTERS
 from iree_py.frontends.tflite.schema.ActivationFunctionType import ActivationFunctionType as Act
 from iree_py.frontends.tflite.schema.AddOptions import AddOptionsT
@@ -395,6 +397,20 @@ def dequantize(ctx: "TfliteContext") -> list[Value]:
     return [ctx.const(x.const.astype(F32), ctx.tensor_names[ctx._index(0, outputs=True)])]
 
 
+# CUSTOM operators by custom_code (MediaPipe's ops that LiteRT's XNNPACK delegate runs).
+CUSTOM_CONVERTERS: dict[str, Converter] = {
+    **TFLITE_CONVT_CUSTOM_CONVERTERS,
+}
+
+
+def custom(ctx: "TfliteContext") -> list[Value]:
+    assert ctx.op is not None
+    convert = CUSTOM_CONVERTERS.get(reader.custom_code(ctx.model, ctx.op.opcodeIndex))
+    if convert is None:
+        raise ctx.error("op not supported by iree-py")
+    return convert(ctx)
+
+
 CONVERTERS: dict[int, Converter] = {
     B.CONV_2D: conv_2d,
     B.DEPTHWISE_CONV_2D: depthwise_conv_2d,
@@ -455,4 +471,7 @@ CONVERTERS: dict[int, Converter] = {
     B.IF: tflite_if,
     B.WHILE: tflite_while,
     **TFLITE_LOGIC_CONVERTERS,
+    # -- sparsity: entries below this line --
+    **TFLITE_SPARSITY_CONVERTERS,
+    B.CUSTOM: custom,
 }

@@ -71,12 +71,19 @@ def operator_code(model: ModelT, index: int) -> int:
     return max(int(code.builtinCode), int(code.deprecatedBuiltinCode))
 
 
+def custom_code(model: ModelT, index: int) -> str:
+    """The custom_code of operator_codes[index] (a CUSTOM operator's name), "" when absent."""
+    operator_code(model, index)   # checks the index
+    custom = (model.operatorCodes or [])[index].customCode
+    if custom is None:
+        return ""
+    return custom.decode("utf-8", "replace") if isinstance(custom, bytes) else str(custom)
+
+
 def operator_name(model: ModelT, index: int) -> str:
-    codes = model.operatorCodes or []
     code = operator_code(model, index)
     if code == BuiltinOperator.CUSTOM:
-        custom = codes[index].customCode
-        return f"CUSTOM '{custom.decode() if isinstance(custom, bytes) else custom}'"
+        return f"CUSTOM '{custom_code(model, index)}'"
     return OPERATOR_NAMES.get(code, f"builtin operator {code}")
 
 

@@ -1,6 +1,7 @@
-"""TFLite SPLIT, SPLIT_V, PACK, UNPACK and CAST -> the normalized Slice, Concat, Reshape and Cast ops.
+"""TFLite SPLIT, SPLIT_V, PACK, UNPACK, DEPTH_TO_SPACE and CAST -> the normalized Slice, Concat,
+Reshape, Transpose and Cast ops.
 
-The four data-movement operators work on any element type (float, int8/uint8 with their bytes copied
+The data-movement operators work on any element type (float, int8/uint8 with their bytes copied
 as TFLite copies them, int32, ...); the data keeps TFLite's own layout. CAST converts element values
 as TFLite's kernel does (C's static_cast: float -> integer truncates toward zero; -> bool is != 0);
 it ignores quantization parameters, as TFLite does.
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from iree_py.frontends.tflite.schema.BuiltinOperator import BuiltinOperator as B
+from iree_py.frontends.tflite.schema.DepthToSpaceOptions import DepthToSpaceOptionsT
 from iree_py.frontends.tflite.schema.PackOptions import PackOptionsT
 from iree_py.frontends.tflite.schema.UnpackOptions import UnpackOptionsT
 from iree_py.ir.graph import Value
@@ -114,6 +116,21 @@ def unpack(ctx: "TfliteContext") -> list[Value]:
     return _pieces(ctx, x, axis, [1] * dim)
 
 
+def depth_to_space(ctx: "TfliteContext") -> list[Value]:
+    """DEPTH_TO_SPACE (NHWC): y[n, h*b + i, w*b + j, c] = x[n, h, w, (i*b + j)*C/b^2 + c], done as
+    Reshape [N, H, W, b, b, C/b^2] -> Transpose (swap W and the first b) -> Reshape."""
+    x = ctx.input(0)
+    block = int(ctx.options(DepthToSpaceOptionsT).blockSize)
+    if x.type.rank != 4:
+        raise ctx.error(f"input {x.type} must be rank 4 (NHWC)")
+    n, h, w, c = _shape(x)
+    if block < 1 or c % (block * block):
+        raise ctx.error(f"block_size {block} must be >= 1 with block_size^2 dividing the {c} channels of {x.type}")
+    split = ctx.reshape(x, (n, h, w, block, block, c // (block * block)))
+    y = ctx.emit("Transpose", [split], {"perm": [0, 1, 3, 2, 4, 5]})
+    return [ctx.reshape(y, (n, h * block, w * block, c // (block * block)), out=0)]
+
+
 CAST_TYPES = ("f32", "f16", "f64", "i32", "i64", "i16", "i8", "u8", "bool")
 
 
@@ -132,5 +149,6 @@ TFLITE_OPS_CONVERTERS: dict[int, Converter] = {
     B.SPLIT_V: split_v,
     B.PACK: pack,
     B.UNPACK: unpack,
+    B.DEPTH_TO_SPACE: depth_to_space,
     B.CAST: cast,
 }

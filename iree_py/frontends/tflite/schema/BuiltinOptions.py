@@ -41,6 +41,7 @@ class BuiltinOptions(object):
     HardSwishOptions = 91
     IfOptions = 92
     WhileOptions = 93
+    DepthToSpaceOptions = 94
     BatchMatMulOptions = 101
     CallOnceOptions = 103
     VarHandleOptions = 111
@@ -163,6 +164,9 @@ def BuiltinOptionsCreator(unionType, table):
     if unionType == BuiltinOptions().WhileOptions:
         import iree_py.frontends.tflite.schema.WhileOptions
         return iree_py.frontends.tflite.schema.WhileOptions.WhileOptionsT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == BuiltinOptions().DepthToSpaceOptions:
+        import iree_py.frontends.tflite.schema.DepthToSpaceOptions
+        return iree_py.frontends.tflite.schema.DepthToSpaceOptions.DepthToSpaceOptionsT.InitFromBuf(table.Bytes, table.Pos)
     if unionType == BuiltinOptions().BatchMatMulOptions:
         import iree_py.frontends.tflite.schema.BatchMatMulOptions
         return iree_py.frontends.tflite.schema.BatchMatMulOptions.BatchMatMulOptionsT.InitFromBuf(table.Bytes, table.Pos)

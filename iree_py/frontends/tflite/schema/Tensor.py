@@ -94,7 +94,18 @@ class Tensor(object):
             return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
         return False
 
-def TensorStart(builder): builder.StartObject(6)
+    # Tensor
+    def Sparsity(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            from iree_py.frontends.tflite.schema.SparsityParameters import SparsityParameters
+            obj = SparsityParameters()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+def TensorStart(builder): builder.StartObject(7)
 def Start(builder):
     return TensorStart(builder)
 def TensorAddShape(builder, shape): builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(shape), 0)
@@ -118,10 +129,14 @@ def AddQuantization(builder, quantization):
 def TensorAddIsVariable(builder, isVariable): builder.PrependBoolSlot(5, isVariable, 0)
 def AddIsVariable(builder, isVariable):
     return TensorAddIsVariable(builder, isVariable)
+def TensorAddSparsity(builder, sparsity): builder.PrependUOffsetTRelativeSlot(6, flatbuffers.number_types.UOffsetTFlags.py_type(sparsity), 0)
+def AddSparsity(builder, sparsity):
+    return TensorAddSparsity(builder, sparsity)
 def TensorEnd(builder): return builder.EndObject()
 def End(builder):
     return TensorEnd(builder)
 import iree_py.frontends.tflite.schema.QuantizationParameters
+import iree_py.frontends.tflite.schema.SparsityParameters
 try:
     from typing import List, Optional
 except:
@@ -137,6 +152,7 @@ class TensorT(object):
         self.name = None  # type: str
         self.quantization = None  # type: Optional[iree_py.frontends.tflite.schema.QuantizationParameters.QuantizationParametersT]
         self.isVariable = False  # type: bool
+        self.sparsity = None  # type: Optional[iree_py.frontends.tflite.schema.SparsityParameters.SparsityParametersT]
 
     @classmethod
     def InitFromBuf(cls, buf, pos):
@@ -167,6 +183,8 @@ class TensorT(object):
         if tensor.Quantization() is not None:
             self.quantization = iree_py.frontends.tflite.schema.QuantizationParameters.QuantizationParametersT.InitFromObj(tensor.Quantization())
         self.isVariable = tensor.IsVariable()
+        if tensor.Sparsity() is not None:
+            self.sparsity = iree_py.frontends.tflite.schema.SparsityParameters.SparsityParametersT.InitFromObj(tensor.Sparsity())
 
     # TensorT
     def Pack(self, builder):
@@ -182,6 +200,8 @@ class TensorT(object):
             name = builder.CreateString(self.name)
         if self.quantization is not None:
             quantization = self.quantization.Pack(builder)
+        if self.sparsity is not None:
+            sparsity = self.sparsity.Pack(builder)
         TensorStart(builder)
         if self.shape is not None:
             TensorAddShape(builder, shape)
@@ -192,5 +212,7 @@ class TensorT(object):
         if self.quantization is not None:
             TensorAddQuantization(builder, quantization)
         TensorAddIsVariable(builder, self.isVariable)
+        if self.sparsity is not None:
+            TensorAddSparsity(builder, sparsity)
         tensor = TensorEnd(builder)
         return tensor

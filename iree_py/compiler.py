@@ -14,7 +14,7 @@ from iree_py.fit import check_fit, footprint
 from iree_py.frontends.onnx import import_onnx
 from iree_py.frontends.tflite import import_tflite, is_tflite
 from iree_py.ir.graph import Graph, Value
-from iree_py.ir.ops_control_flow import bodies
+from iree_py.ir.ops_control_flow import FAIL, bodies
 from iree_py.ir.ops_dims import DIM_VALUES
 from iree_py.ir.ops_sequence import SEQUENCE_OPS
 from iree_py.ir.types import DType, is_sequence
@@ -117,7 +117,7 @@ def partition(graph: Graph, plan: MemoryPlanResult | set[int], target: Target | 
         for node in g.nodes:
             if id(node) in elided:
                 continue
-            if node.op in SEQUENCE_OPS or node.op == DIM_VALUES:
+            if node.op in SEQUENCE_OPS or node.op in (DIM_VALUES, FAIL):
                 continue  # VM code, no kernel (vm/sequences.py, vm/lowering.py)
             if bodies(node):
                 assert isinstance(p, MemoryPlanResult), "control flow needs the memory plan"

@@ -17,7 +17,9 @@ import numpy as np
 import onnx
 
 from iree_py.frontends.onnx_compose import reshape, shape_of, transpose
+from iree_py.errors import CompileError
 from iree_py.ir.graph import Graph, Node, Value
+from iree_py.ir.ops_control_flow import FAIL
 from iree_py.ir.ops import infer_types
 from iree_py.ir.symbols import Expr
 from iree_py.ir.ops_sequence import join
@@ -113,8 +115,17 @@ def if_(ctx: "OnnxContext") -> list[Value]:
         return [ctx.lookup(o.name) for o in taken.output]
     cond = _scalar_i64(ctx, cond, "If condition")
     then_ctx, else_ctx = _open_body(ctx, then_proto), _open_body(ctx, else_proto)
-    then_out = _convert_body(ctx, then_ctx, then_proto)
-    else_out = _convert_body(ctx, else_ctx, else_proto)
+    then_out, then_error = _try_body(ctx, then_ctx, then_proto)
+    else_out, else_error = _try_body(ctx, else_ctx, else_proto)
+    if then_error and else_error:
+        raise then_error
+    # A branch that cannot be imported may be one no input ever takes (silero-vad's 8 kHz branch
+    # at a 16 kHz window size): as onnxruntime evaluates only the branch taken, it fails at run
+    # time, with the import's message, when it is taken.
+    if then_error:
+        then_out = _failing_body(ctx, then_ctx, then_error, else_out)
+    if else_error:
+        else_out = _failing_body(ctx, else_ctx, else_error, then_out)
     if len(then_out) != len(else_out):
         raise ctx.error(f"then_branch returns {len(then_out)} values, else_branch {len(else_out)}")
     _join_sequences(ctx, then_ctx, else_ctx, then_out, else_out)
@@ -123,6 +134,26 @@ def if_(ctx: "OnnxContext") -> list[Value]:
              "else_branch": _close_body(else_proto, else_ctx, [], else_out, captures),
              "result_shapes": _result_shapes(ctx, then_out, else_out)}
     return _append(ctx, "If", [cond, *captures], attrs, list(ctx.node.output))
+
+
+def _try_body(ctx: "OnnxContext", child: "OnnxContext", proto: onnx.GraphProto) -> tuple[list[Value], CompileError | None]:
+    try:
+        return _convert_body(ctx, child, proto), None
+    except CompileError as err:
+        return [], err
+
+
+def _failing_body(ctx: "OnnxContext", child: "OnnxContext", error: CompileError, like: list[Value]) -> list[Value]:
+    """The branch as one Fail node with results typed like the other branch's (`like`)."""
+    if any(is_sequence(v.type) for v in like):
+        raise error
+    child.graph_nodes.clear()
+    child.captures.clear()
+    child.symbol_sources.clear()
+    child.node, child.node_name = ctx.node, ctx.node_name
+    message = f"node '{ctx.node_name}' (op If) took a branch iree-py could not compile: {error}"
+    results = [[v.type.dtype.value, list(v.type.shape)] for v in like]
+    return _append(child, FAIL, [], {"message": message, "results": results}, [""] * len(like))
 
 
 def _join_sequences(ctx: "OnnxContext", then_ctx: "OnnxContext", else_ctx: "OnnxContext",

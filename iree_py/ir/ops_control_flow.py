@@ -128,8 +128,18 @@ def _loop(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
     return [*carried_types, *(TensorType(t.dtype, (trips, *t.shape)) for t in outs[1 + carried:])]
 
 
+FAIL = "Fail"
+
+
+def _fail(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    """Fail: stops the call with `message` when it runs; `results` ([dtype, shape] each) are the
+    types it stands in for (an If branch that cannot be imported, taken only at run time)."""
+    return [TensorType(DType(dtype), tuple(shape)) for dtype, shape in attrs["results"]]
+
+
 CONTROL_FLOW_OP_DEFS = [
     OpDef("If", ("else_branch", "result_shapes", "then_branch"), 1, None, _if, dtypes=frozenset({DType.i64})),
+    OpDef(FAIL, ("message", "results"), 0, 0, _fail, dtypes=frozenset(DType)),
     OpDef("Loop", ("body", "carried", "scan_inputs", "scan_outputs", "trips"), 2, None, _loop,
           dtypes=frozenset({DType.i64})),
 ]

@@ -39,4 +39,8 @@ def loop(inputs: list[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
     return [*carried, *scans]
 
 
-KERNELS = {"If": if_, "Loop": loop}
+def fail(inputs: list[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
+    raise ValueError(f"model check failed: {attrs['message']}")
+
+
+KERNELS = {"If": if_, "Loop": loop, "Fail": fail}

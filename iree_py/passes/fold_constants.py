@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from iree_py.ir.build import has_symbolic_attrs
+from iree_py.ir.ops_control_flow import FAIL
 from iree_py.ir.ops_state import STATE_OPS  # state ops act at run time, never folded
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.reference import run_node
@@ -22,8 +23,8 @@ class FoldConstants:
     max_elements: int = 1 << 26  # results larger than this (elements) are left to run time
 
     def foldable(self, node: Node) -> bool:
-        if has_symbolic_attrs(node):
-            return False  # dims known only at run time (DimValues)
+        if has_symbolic_attrs(node) or node.op == FAIL:
+            return False  # dims known only at run time (DimValues); a failure when it runs
         return (not node.fused and node.op not in STATE_OPS and len(node.outputs) == 1 and all(v is not None and v.is_const for v in node.inputs)
                 and node.outputs[0].type.is_static and node.outputs[0].type.num_elements <= self.max_elements)
 

@@ -24,7 +24,7 @@ from iree_py.codegen.kernel_spec import KernelInfo
 from iree_py.errors import CompileError
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.ops import infer_types
-from iree_py.ir.ops_control_flow import BODY_ATTRS
+from iree_py.ir.ops_control_flow import BODY_ATTRS, FAIL
 from iree_py.ir.ops_dims import DIM_VALUES
 from iree_py.ir.symbols import Emitter, Expr
 from iree_py.ir.ops_sequence import SEQUENCE_OPS
@@ -188,6 +188,9 @@ class Lowerer:
                 elif node.op == DIM_VALUES:
                     self.allocate(node, plan)
                     self.emit_dim_values(node, plan)     # each element stored by the host program
+                elif node.op == FAIL:
+                    self.allocate(node, plan)             # its results are never written: the call stops
+                    self.code.emit("fail", self.message_code(node.attrs["message"]))
                 else:
                     self.allocate(node, plan)
                     self.emit_dispatch(node, plan)

@@ -3,7 +3,9 @@ run by the C runtime on host and arm64 (qemu), compared with onnxruntime (relati
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper
 
 import control_flow_models as cf
 import iree_py
@@ -94,3 +96,36 @@ def test_a_loop_that_ends_before_its_scan_length_is_a_runtime_error():
     module = iree_py.load(iree_py.compile(m.SerializeToString(), target="host"))
     with pytest.raises(IreePyError, match=r"check failed with code 4337"):
         module.main.call(*random_inputs(m, 0))
+
+
+def _if_with_unsupported_branch(else_op: str) -> onnx.ModelProto:
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "then", [],
+                               [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)])
+    else_g = helper.make_graph([helper.make_node(else_op, ["x"], ["e"])], "else", [],
+                               [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="branchy")], "if_fail",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]), helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+@pytest.mark.parametrize("target", ["host", "arm64"])
+def test_a_branch_that_cannot_be_compiled_fails_only_when_taken(target: str):
+    """As onnxruntime evaluates only the branch taken (silero-vad's 8 kHz branch at a 16 kHz window)."""
+    m = _if_with_unsupported_branch("RandomUniformLike")
+    module = iree_py.load(iree_py.compile(m.SerializeToString(), target=target), device=DEVICE[target])
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    assert_close(module.main.call(x, np.array(True)), run_onnxruntime(m, [x, np.array(True)]))
+    with pytest.raises(iree_py.IreeRuntimeError, match=r"model check failed: node 'branchy' \(op If\) took a branch "
+                                                       r"iree-py could not compile: .*RandomUniformLike.*not supported"):
+        module.main.call(x, np.array(False))
+
+
+def test_an_if_whose_branches_both_cannot_be_compiled_is_refused():
+    m = _if_with_unsupported_branch("RandomUniformLike")
+    m.graph.node[0].attribute[0].g.node[0].op_type = "RandomNormalLike"   # then_branch too
+    with pytest.raises(iree_py.CompileError, match=r"RandomNormalLike.*not supported"):
+        iree_py.compile(m.SerializeToString())

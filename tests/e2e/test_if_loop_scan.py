@@ -126,6 +126,7 @@ def test_a_branch_that_cannot_be_compiled_fails_only_when_taken(target: str):
 
 def test_an_if_whose_branches_both_cannot_be_compiled_is_refused():
     m = _if_with_unsupported_branch("RandomUniformLike")
-    m.graph.node[0].attribute[0].g.node[0].op_type = "RandomNormalLike"   # then_branch too
+    then_branch = next(a.g for a in m.graph.node[0].attribute if a.name == "then_branch")
+    then_branch.node[0].op_type = "RandomNormalLike"
     with pytest.raises(iree_py.CompileError, match=r"RandomNormalLike.*not supported"):
         iree_py.compile(m.SerializeToString())

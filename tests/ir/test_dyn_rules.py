@@ -146,7 +146,11 @@ RULES = [
     ("Pad", ["tensor<{n}x4xf32>"], {"mode": "constant", "pads": [1, 0, 2, 0], "value": 0.0},
      "tensor<{3 + n}x4xf32>", []),
     ("Pad", ["tensor<{n}xf32>"], {"mode": "reflect", "pads": [-1, 1], "value": 0.0}, "tensor<{n}xf32>",
-     ["Pad mode reflect keeps a non-empty axis 0: max(-1 + n, 1) == -1 + n"]),
+     ["Pad mode reflect keeps a non-empty axis 0: max(-1 + n, 1) == -1 + n",
+      "Pad mode reflect needs axis 0 ({n} cropped to {-1 + n}) longer than its end pad 1: max(-1 + n, 2) == -1 + n"]),
+    ("Pad", ["tensor<{n}x{m}xf32>"], {"mode": "reflect", "pads": [0, 3, 0, 0], "value": 0.0}, "tensor<{n}x{3 + m}xf32>",
+     ["Pad mode reflect keeps a non-empty axis 0: max(1, n) == n", "Pad mode reflect keeps a non-empty axis 1: "
+      "max(1, m) == m", "Pad mode reflect needs axis 1 ({m}) longer than its begin pad 3: max(4, m) == m"]),
     ("ConvTranspose", ["tensor<{n}x2x{h}x{w}xf32>", "tensor<2x3x2x2xf32>"],
      {"strides": [2, 2], "dilations": [1, 1], "pads": [0, 0, 0, 0], "group": 1}, "tensor<{n}x3x{2*h}x{2*w}xf32>",
      ["ConvTranspose output axis 0 (input {h}, pads [0, 0, 0, 0]) keeps at least one position: max(1, 2*h) == 2*h",

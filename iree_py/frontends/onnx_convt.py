@@ -6,7 +6,9 @@ output_padding and output_shape are folded into its pads as onnxruntime computes
 output_shape the total padding (in - 1) * stride + output_padding + (kernel - 1) * dilation + 1 -
 output_shape (at least 0) is split with the odd pixel at the start (SAME_UPPER: at the end); with
 SAME_UPPER / SAME_LOWER the same total towards in * stride (at least 0: never an extension) is
-split with the odd pixel at the end / the start.
+split with the odd pixel at the end / the start. N, C and the spatial dims of X may be symbolic
+(docs/dynamic_shapes.md): the SAME_* padding does not depend on the input size, so only
+output_shape on a symbolic axis is refused.
 LpPool is its own op; 1-D and 3-D LpPool, MaxPool and AveragePool run as 2-D ones (`pool_1d_3d`,
 called by onnx_ops.py); GlobalMaxPool and GlobalLpPool are Reduce ops.
 """
@@ -16,8 +18,12 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from iree_py.frontends.onnx_dims import dims_of
+from iree_py.frontends.onnx_symbolic import floordiv, sign_of, smax
 from iree_py.ir.graph import Value
 from iree_py.ir.ops_convt import conv_transpose_full_size
+from iree_py.ir.symbols import Expr, dim, dim_text
+from iree_py.ir.types import Dim
 
 if TYPE_CHECKING:
     from iree_py.frontends.onnx import OnnxContext
@@ -36,44 +42,60 @@ def _ints(ctx: "OnnxContext", name: str, count: int, default: int) -> list[int]:
     return values
 
 
-def _transpose_pads(ctx: "OnnxContext", spatial: tuple[int, ...], kernel: tuple[int, ...], strides: list[int],
+def _transpose_pads(ctx: "OnnxContext", spatial: tuple[Dim, ...], kernel: tuple[int, ...], strides: list[int],
                     dilations: list[int], output_padding: list[int]) -> list[int]:
-    """The ConvTranspose op's pads [begins..., ends...]: the crop of the full result."""
+    """The ConvTranspose op's pads [begins..., ends...]: the crop of the full result. Spatial dims
+    may be symbolic: with SAME_* the input size cancels out of the padding; output_shape on a
+    symbolic axis would make the padding depend on the input size, which is refused."""
     rank = len(spatial)
     full = [conv_transpose_full_size(i, k, s, d) for i, k, s, d in zip(spatial, kernel, strides, dilations)]
     auto_pad = ctx.attr("auto_pad", "NOTSET")
     if auto_pad not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
         raise ctx.bad_attr("auto_pad", auto_pad, "expected NOTSET, VALID, SAME_UPPER or SAME_LOWER")
     output_shape = ctx.attr("output_shape")
+    sizes: list[Dim]
     if output_shape is not None:
         sizes = [int(d) for d in output_shape][-rank:]
         if len(sizes) != rank or min(sizes) < 1:
             raise ctx.bad_attr("output_shape", output_shape, f"expected {rank} positive spatial sizes")
         head_bigger = auto_pad != "SAME_UPPER"
     elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        sizes = [i * s for i, s in zip(spatial, strides)]
+        sizes = [dim(Expr.of(i) * s) for i, s in zip(spatial, strides)]
         head_bigger = auto_pad == "SAME_LOWER"
     else:
         pads = [0] * (2 * rank) if auto_pad == "VALID" else _ints(ctx, "pads", 2 * rank, 0)
         if min(pads) < 0:
             raise ctx.bad_attr("pads", pads, "negative pads")
         return pads[:rank] + [end - extra for end, extra in zip(pads[rank:], output_padding)]
-    begins, ends = [], []
+    begins: list[Dim] = []
+    ends: list[Dim] = []
     for f, extra, size in zip(full, output_padding, sizes):
-        total = max(0, f + extra - size)
-        begins.append(total - total // 2 if head_bigger else total // 2)
+        total = smax(ctx, 0, Expr.of(f) + extra - size)
+        begins.append(dim(Expr.of(total) - floordiv(total, 2)) if head_bigger else floordiv(total, 2))
         # output_shape fixes the size (larger: the end gets bias-only positions); SAME_* only pads
-        tail = total - begins[-1]
-        ends.append(f - begins[-1] - size if output_shape is not None else tail - extra)
-    return begins + ends
+        tail = dim(Expr.of(total) - begins[-1])
+        ends.append(dim(Expr.of(f) - begins[-1] - size) if output_shape is not None else dim(Expr.of(tail) - extra))
+    pads = begins + ends
+    if not all(isinstance(p, int) for p in pads):
+        what = "output_shape" if output_shape is not None else "auto_pad"
+        value = output_shape if output_shape is not None else auto_pad
+        raise ctx.bad_attr(what, value, f"the padding it implies for input spatial dims "
+                                        f"{[dim_text(d) for d in spatial]} depends on their values "
+                                        f"({[str(p) for p in pads]}); give the symbols values (--dim NAME=VALUE)")
+    return [int(p) for p in pads]
 
 
 def conv_transpose(ctx: "OnnxContext") -> list[Value]:
+    """X may have symbolic N, C and spatial dims (W static); C is checked against W by the op's rule
+    (at run time when symbolic)."""
     x, w = ctx.input(0), ctx.input(1)
     rank = x.type.rank - 2
     if not 1 <= rank <= 3 or w.type.rank != x.type.rank:
         raise ctx.error(f"input {x.type} and weight {w.type} must both have 1..3 spatial axes")
-    kernel = _shape(w)[2:]
+    if not w.type.is_static:
+        raise ctx.error(f"weight {w.type} must have a static shape")
+    w_shape = tuple(int(d) for d in w.type.shape)
+    kernel = w_shape[2:]
     declared = ctx.attr("kernel_shape")
     if declared is not None and tuple(int(k) for k in declared) != kernel:
         raise ctx.bad_attr("kernel_shape", declared, f"differs from the weight's spatial shape {list(kernel)}")
@@ -83,10 +105,11 @@ def conv_transpose(ctx: "OnnxContext") -> list[Value]:
     if min(strides) < 1 or min(dilations) < 1 or min(output_padding) < 0:
         raise ctx.error(f"strides {strides} / dilations {dilations} must be >= 1, output_padding {output_padding} >= 0")
     group = int(ctx.attr("group", 1))
-    if group < 1 or _shape(x)[1] % group or _shape(x)[1] != _shape(w)[0]:
-        raise ctx.bad_attr("group", group, f"input channels {_shape(x)[1]} must equal the first dim of weight "
+    channels = dims_of(x)[1]
+    if group < 1 or w_shape[0] % group or sign_of(ctx, channels, w_shape[0]) not in (0, None):
+        raise ctx.bad_attr("group", group, f"input channels {dim_text(channels)} must equal the first dim of weight "
                                            f"{w.type} and be divisible by the group")
-    pads = _transpose_pads(ctx, _shape(x)[2:], kernel, strides, dilations, output_padding)
+    pads = _transpose_pads(ctx, dims_of(x)[2:], kernel, strides, dilations, output_padding)
     attrs = {"strides": strides, "dilations": dilations, "pads": pads, "group": group}
     inputs = [x, w] + ([ctx.input(2)] if ctx.has_input(2) else [])
     return [ctx.emit("ConvTranspose", inputs, attrs, out=0)]

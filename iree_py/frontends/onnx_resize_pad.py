@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from iree_py.frontends.onnx_dims import dims_of
+from iree_py.frontends.onnx_symbolic import sign_of
 from iree_py.ir.graph import Value
 from iree_py.ir.ops_resize_pad import PAD_MODES
 from iree_py.ir.resize_math import COORDINATE_MODES, MODES, AxisResize, ResizeMethod, resize_tables
+from iree_py.ir.symbols import Expr, dim
 from iree_py.ir.types import Dim
 
 if TYPE_CHECKING:
@@ -195,11 +197,16 @@ def pad(ctx: "OnnxContext") -> list[Value]:
         full[a], full[rank + a] = pads[k], pads[len(axes) + k]
     if not any(full):
         return [x]
+    # Dims may be symbolic: what sign_of cannot decide here, the Pad op's rule checks at run time
+    # (a reflect pad below its axis, an axis left non-empty by the crop).
     shape = _shape(x)
-    kept = [d - max(-full[i], 0) - max(-full[rank + i], 0) for i, d in enumerate(shape)]
-    if mode == "reflect" and any(p > k - 1 for i, k in enumerate(kept) for p in (full[i], full[rank + i])):
+    kept = [dim(Expr.of(d) - max(-full[i], 0) - max(-full[rank + i], 0)) for i, d in enumerate(shape)]
+    if mode == "reflect" and any(sign_of(ctx, p, Expr.of(k) - 1) == 1
+                                 for i, k in enumerate(kept) for p in (full[i], full[rank + i])):
         raise ctx.error(f"reflect pads {full} exceed the (cropped) dims - 1 of {x.type}")
-    if mode != "constant" and any(k <= 0 < full[i] + full[rank + i] + k for i, k in enumerate(kept)):
+    grown = [Expr.of(d) + full[i] + full[rank + i] for i, d in enumerate(shape)]
+    if mode != "constant" and any(sign_of(ctx, k, 0) in (-1, 0) and sign_of(ctx, out, 0) == 1
+                                  for k, out in zip(kept, grown)):
         raise ctx.error(f"mode {mode} cannot pad an empty (or cropped to nothing) axis of {x.type}, pads {full}")
     if x.type.dtype.numpy.kind in "iub":
         value = int(value)

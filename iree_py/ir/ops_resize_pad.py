@@ -6,7 +6,7 @@ from typing import Any
 
 from iree_py.ir.dim_checks import at_least
 from iree_py.ir.opdef import ANY_DTYPE, OpDef, static_shape
-from iree_py.ir.symbols import Expr, dim
+from iree_py.ir.symbols import Expr, dim, dim_text
 from iree_py.ir.types import Dim, DType, TensorType
 
 PAD_MODES = ("constant", "reflect", "edge", "wrap", "symmetric")  # symmetric: TFLite MIRROR_PAD, edge repeated
@@ -62,7 +62,26 @@ def _pad(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
         for axis, k in enumerate(kept):
             if isinstance(k, Expr):
                 at_least(k, 1, f"Pad mode {attrs['mode']} keeps a non-empty axis {axis}")
+    if attrs["mode"] == "reflect":
+        rank = len(shape)
+        for axis, k in enumerate(kept):
+            for side, p in (("begin", pads[axis]), ("end", pads[rank + axis])):
+                cropped = f" cropped to {dim_text(k)}" if k != shape[axis] else ""
+                _reflect_fits(p, k, f"Pad mode reflect needs axis {axis} ({dim_text(shape[axis])}{cropped}) longer "
+                                    f"than its {side} pad {p}")
     return [TensorType(inputs[0].dtype, out)]
+
+
+def _reflect_fits(pad: int, kept: Dim, what: str) -> None:
+    """reflect mirrors without the edge, so a pad must stay below the (cropped) axis (ONNX and
+    TFLite MIRROR_PAD allow no more): refused for an int axis, a run-time check for a symbolic one."""
+    if pad <= 0:
+        return
+    if isinstance(kept, int):
+        if pad > kept - 1:
+            raise ValueError(what)
+        return
+    at_least(kept, pad + 1, what)
 
 
 def _arg(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:

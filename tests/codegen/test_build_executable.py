@@ -11,7 +11,9 @@ import pytest
 from iree_py.codegen.kernel_abi import KERNEL_ABI_VERSION
 from iree_py.codegen.kernel_spec import Expr, ExprStep, KernelSpec
 from iree_py.codegen.llvm import build_executable, emit_assembly, emit_llvm_ir
+from iree_py.codegen.llvm.dynamic import DYNAMIC_BUILDERS
 from iree_py.codegen.llvm.jit import LoadedLibrary
+from iree_py.codegen.llvm.module_builder import INT_OR_EXPR_DIM_KINDS, KERNEL_BUILDERS
 from iree_py.codegen.target import load_target
 from tests.codegen.conftest import f32
 
@@ -59,6 +61,13 @@ def test_unsupported_kind_names_the_kernel() -> None:
     spec = KernelSpec("my_fft", "fft", (f32(2),), (f32(2),))
     with pytest.raises(ValueError, match="my_fft.*fft"):
         build_executable([spec], load_target("host"))
+
+
+def test_int_or_expr_kinds_have_one_builder_and_no_dynamic_twin() -> None:
+    """A kind whose builder takes int | Expr dims is routed there for symbolic specs too, so a twin
+    in DYNAMIC_BUILDERS would never be used (docs/dynamic_shapes.md §3)."""
+    assert INT_OR_EXPR_DIM_KINDS <= set(KERNEL_BUILDERS)
+    assert not INT_OR_EXPR_DIM_KINDS & set(DYNAMIC_BUILDERS)
 
 
 def test_duplicate_kernel_names_are_rejected() -> None:

@@ -1,15 +1,21 @@
 """The conv_transpose and lppool kernels (host, jit.py) against the numpy reference
 (iree_py/ir/reference_convt.py): 1-D/2-D/3-D, strides, dilations, groups, begin and end pads
-(negative end pads: bias-only positions); tolerance 1e-5 relative to the largest output."""
+(negative end pads: bias-only positions); tolerance 1e-5 relative to the largest output.
+conv_transpose also on symbolic N, C and spatial dims: one kernel built per spec, run at several
+sizes (batch 0 among them)."""
 from __future__ import annotations
 
 import numpy as np
 
 from iree_py.codegen.dispatch import DIRECT_KERNELS
 from iree_py.codegen.kernel_spec import KernelSpec
-from iree_py.codegen.llvm.jit import run_kernels
+from iree_py.codegen.llvm import build_executable
+from iree_py.codegen.llvm.dynamic import is_dynamic
+from iree_py.codegen.llvm.jit import LoadedLibrary, run_kernels
+from iree_py.codegen.target import load_target
 from iree_py.ir.ops import infer_types
 from iree_py.ir.reference import KERNELS
+from iree_py.ir.symbols import Expr, evaluate
 from iree_py.ir.types import DType, TensorType
 
 RTOL = 1e-5
@@ -59,6 +65,48 @@ def test_conv_transpose_matches_reference() -> None:
         bias = rng.standard_normal(w_shape[1] * group).astype(np.float32)
         cases.append(([x, w, bias], attrs))
     _check_all("ConvTranspose", cases)
+
+
+def _symbolic(shape: tuple[int, ...], channels: bool) -> tuple:
+    """X's shape with N and every spatial dim symbolic (n, then d/h/w from the last axis back); C too
+    when `channels`."""
+    names = ("d", "h", "w")[3 - (len(shape) - 2):]
+    return (Expr.of("n"), Expr.of("c") if channels else shape[1], *(Expr.of(a) for a in names))
+
+
+def _sizes_of(shape: tuple[int, ...], grow: int, batch: int) -> dict[str, int]:
+    names = ("d", "h", "w")[3 - (len(shape) - 2):]
+    return {"n": batch, "c": shape[1], **{a: d + grow for a, d in zip(names, shape[2:])}}
+
+
+def test_conv_transpose_on_symbolic_dims_matches_reference() -> None:
+    """Every case with N and the spatial dims symbolic (and C for two of them), bias or not, at the
+    case's own size, a larger one with batch 2 and an empty batch."""
+    rng = np.random.default_rng(3)
+    specs, cases = [], []
+    for i, (x_shape, w_shape, strides, dilations, pads, group) in enumerate(CONV_TRANSPOSE_CASES):
+        attrs = {"strides": strides, "dilations": dilations, "pads": pads, "group": group}
+        w = rng.standard_normal(w_shape).astype(np.float32)
+        bias = rng.standard_normal(w_shape[1] * group).astype(np.float32)
+        for with_bias in (False, True):
+            x_type = TensorType(DType.f32, _symbolic(x_shape, channels=i in (1, 7)))
+            ins = [x_type, _t(w)] + ([_t(bias)] if with_bias else [])
+            (out,) = infer_types("ConvTranspose", ins, attrs)
+            spec = KernelSpec(f"dct{i}{'b' if with_bias else ''}", "conv_transpose", tuple(ins), (out,), attrs)
+            assert is_dynamic(spec), spec
+            specs.append(spec)
+            cases.append((x_shape, [w] + ([bias] if with_bias else []), attrs))
+    lib = LoadedLibrary(build_executable(specs, load_target("host")))
+    for spec, (x_shape, params, attrs) in zip(specs, cases):
+        for symbols in (_sizes_of(x_shape, 0, 1), _sizes_of(x_shape, 3, 2), _sizes_of(x_shape, 1, 0)):
+            x = rng.standard_normal(tuple(evaluate(d, symbols) for d in spec.inputs[0].shape)).astype(np.float32)
+            (got,) = lib.run(spec, [x, *params], symbols)
+            want = KERNELS["ConvTranspose"]([x, *params], attrs)
+            assert got.shape == want.shape, (spec.name, symbols)
+            if not want.size:
+                continue
+            err = float(np.abs(got.astype(np.float64) - want).max()) / max(float(np.abs(want).max()), 1e-30)
+            assert err <= RTOL, f"{spec.name} at {symbols}: max error {err:.3g} x max|expected|"
 
 
 def test_lp_pool_matches_reference() -> None:

@@ -61,6 +61,11 @@ CASES = {
             {"w": _w(1, 9, 2), "r": _w(1, 9, 3)}, 17),
     "rnn_reverse": (helper.make_node("RNN", ["x", "w", "r"], ["y", "h"], hidden_size=3, direction="reverse"),
                     {"x": ["t", 2, 2]}, {"w": _w(1, 3, 2), "r": _w(1, 3, 3)}, 17),
+    "conv_transpose_stride2": (helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2],
+                                                pads=[1, 0, 0, 1], output_padding=[1, 1]),
+                               {"x": ["b", 2, "n", "m"]}, {"w": _w(2, 3, 3, 2), "b": _w(3)}, 17),
+    "pad_reflect": (helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect"), {"x": ["n", "m"]},
+                    {"p": np.array([1, 3, 0, 2], np.int64)}, 17),
 }
 SIZES = [{"n": 2, "m": 5, "b": 1, "t": 3}, {"n": 7, "m": 4, "b": 2, "t": 1}]
 

@@ -52,7 +52,7 @@ def main() -> None:
             path = model_path(model)
             start = time.perf_counter()
             try:
-                data = iree_py.compile(str(path), target=args.target)
+                data = iree_py.compile(str(path), target=args.target, dims=dict(model.dims) or None)
             except Exception as e:  # noqa: BLE001 - the table shows it
                 rows.append((model, time.perf_counter() - start, None, type(e).__name__))
                 print(f"{model.name}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", file=sys.stderr)

@@ -129,11 +129,25 @@ def if_(ctx: "OnnxContext") -> list[Value]:
     if len(then_out) != len(else_out):
         raise ctx.error(f"then_branch returns {len(then_out)} values, else_branch {len(else_out)}")
     _join_sequences(ctx, then_ctx, else_ctx, then_out, else_out)
+    _check_ranks_agree(ctx, then_out, else_out)
     captures = _union_captures(then_ctx, else_ctx)
     attrs = {"then_branch": _close_body(then_proto, then_ctx, [], then_out, captures),
              "else_branch": _close_body(else_proto, else_ctx, [], else_out, captures),
              "result_shapes": _result_shapes(ctx, then_out, else_out)}
     return _append(ctx, "If", [cond, *captures], attrs, list(ctx.node.output))
+
+
+def _check_ranks_agree(ctx: "OnnxContext", then_out: list[Value], else_out: list[Value]) -> None:
+    """Every value has one rank in iree-py; TorchScript's rank-polymorphic Ifs (a Squeeze only
+    when a dim is 1) need the dims that decide the condition fixed."""
+    for k, (a, b) in enumerate(zip(then_out, else_out)):
+        if is_sequence(a.type) or is_sequence(b.type) or a.type.rank == b.type.rank:
+            continue
+        symbols = sorted({s for t in (a.type, b.type) for d in t.shape if isinstance(d, Expr) for s in d.symbols})
+        fix = (f"; its condition depends on the dims {', '.join(symbols)}: give them values (compile --dim "
+               f"NAME=VALUE, or dims= in iree_py.compile) so it is decided at compile time") if symbols else ""
+        raise ctx.error(f"result {k} has rank {a.type.rank} ({a.type}) in then_branch and {b.type.rank} ({b.type}) "
+                        f"in else_branch: iree-py gives each value one rank{fix}")
 
 
 def _try_body(ctx: "OnnxContext", child: "OnnxContext", proto: onnx.GraphProto) -> tuple[list[Value], CompileError | None]:

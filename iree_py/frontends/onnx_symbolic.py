@@ -867,7 +867,8 @@ def pick_symbolic_converter(ctx: "OnnxContext", n: onnx.NodeProto) -> SymbolicCo
     or a shape given at run time; None for the static path."""
     if n.domain not in ("", "ai.onnx"):
         return None
-    inputs = {i: ctx.env[name] for i, name in enumerate(n.input) if name and name in ctx.env}
+    found = {i: ctx.lookup(name) for i, name in enumerate(n.input) if name}  # in a body: outer values too
+    inputs = {i: v for i, v in found.items() if v is not None}
     known = [v for v in inputs.values() if is_known(ctx, v)]
     convert = SYMBOLIC_CONVERTERS.get(n.op_type)
     if convert is None:

@@ -57,7 +57,7 @@ def compiled(model: RealModel, target: str) -> Compiled:
         path = model_path(model)
         start = time.perf_counter()
         try:
-            data, error = iree_py.compile(str(path), target=target), None
+            data, error = iree_py.compile(str(path), target=target, dims=dict(model.dims) or None), None
         except Exception as e:  # noqa: BLE001 - kept and re-raised by each test
             data, error = None, e
         _compiled[key] = Compiled(data, time.perf_counter() - start, error)

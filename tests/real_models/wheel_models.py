@@ -56,6 +56,10 @@ class RealModel:
     # (output index, allowed max |error| as a fraction of max |reference|) where the suite's 1e-4 is
     # below the output's own float noise: each entry says how that was measured.
     loose: tuple[tuple[int, float], ...] = ()
+    # Input dims fixed at compile time, each with why: only where the model's own control flow makes
+    # a value's rank depend on the dim (TorchScript's Squeeze-if-1 Ifs), which iree-py cannot keep
+    # symbolic (every value has one rank). The other dims stay symbolic.
+    dims: tuple[tuple[str, int], ...] = ()
 
     @property
     def kind(self) -> str:
@@ -80,6 +84,7 @@ G2P_ID = Wheel("g2p-id-py", "0.4.2", "Apache-2.0")
 
 WAKEWORD_CALLS = 10
 VAD_CALLS = 10
+VAD_WINDOW = 64 + 512   # samples per call at 16 kHz: the window silero-vad's wrapper feeds
 
 
 def ocr_widths(*widths: int) -> tuple[Case, ...]:
@@ -225,11 +230,11 @@ MODELS: tuple[RealModel, ...] = (
     RealModel("silero_vad", SILERO_VAD, "silero_vad/data/silero_vad.onnx",
               "1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3",
               "spox (opset 16)", "VAD: If on the sample rate, STFT conv + encoder + LSTM cell, state fed back",
-              vad_stream()),
+              vad_stream(), dims=(("input_d1", VAD_WINDOW),)),
     RealModel("silero_vad_op15", SILERO_VAD, "silero_vad/data/silero_vad_16k_op15.onnx",
               "7ed98ddbad84ccac4cd0aeb3099049280713df825c610a8ed34543318f1b2c49",
               "PyTorch 2.3 (TorchScript export, opset 15)", "VAD: three If nodes on shapes and the rate, LSTM "
-              "cell written out, symbolic batch/sequence, state fed back", vad_stream()),
+              "cell written out, symbolic batch, state fed back", vad_stream(), dims=(("sequence", VAD_WINDOW),)),
     RealModel("silero_vad_sequence", SILERO_VAD, "silero_vad/data/silero_vad_16k_sequence.onnx",
               "9ccdacc4719d8aa7e45a77536bfabec45a03ba1f2fad5e241ab4060b24238a85",
               "PyTorch 2.11 (opset 16)", "VAD over a sequence of windows: STFT conv + encoder + ONNX LSTM op, "

@@ -9,7 +9,7 @@ from iree_py.codegen.dispatch import Dispatch, dispatch_for
 from iree_py.codegen.kernel_spec import ExecutableBlob, KernelSpec
 from iree_py.codegen.llvm import build_executable
 from iree_py.codegen.target import Target, load_target
-from iree_py.errors import CompileError
+from iree_py.errors import CompileError, reported_as_internal
 from iree_py.fit import check_fit, footprint
 from iree_py.frontends.onnx import import_onnx
 from iree_py.frontends.tflite import import_tflite, is_tflite
@@ -47,8 +47,15 @@ class CompileOptions:
 
 
 def compile_model(model: ModelSource, options: CompileOptions | None = None) -> bytes:
+    """The module for `model`. Errors are IreePyErrors: a CompileError for what the model asks that
+    iree-py cannot do, an InternalCompilerError (naming the node, pass or kernel) for a bug."""
     options = options or CompileOptions()
     target = options.target if isinstance(options.target, Target) else load_target(options.target)
+    with reported_as_internal(f"while compiling for {target.name}"):
+        return _compile(model, options, target)
+
+
+def _compile(model: ModelSource, options: CompileOptions, target: Target) -> bytes:
     # 1. Import: ONNX (any opset 7..newest) or TFLite ("TFL3" / .tflite) -> graph IR with normalized ops.
     graph = import_tflite(model) if is_tflite(model) else import_onnx(model, dims=options.dims)
     # 2. Optimize: fold constants and BatchNorm, fuse elementwise ops into their producers, drop dead code.

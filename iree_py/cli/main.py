@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from pathlib import Path
 
 import numpy as np
 
-from iree_py.errors import IreePyError
+from iree_py.errors import INTERNAL_ERROR_EXIT_CODE, InternalCompilerError, IreePyError, internal_error
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
@@ -205,6 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("conformance", help="run the ONNX backend node tests (from the installed onnx) and report")
     add_conformance_arguments(k)
     k.set_defaults(func=_cmd_conformance)
+    for command in sub.choices.values():
+        command.add_argument("--verbose", action="store_true", help="on an internal error, the Python traceback too")
     return parser
 
 
@@ -217,12 +220,26 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
+    except InternalCompilerError as e:
+        return _internal_error(args, str(e), e)
     except IreePyError as e:
         print(f"iree-py {args.command}: error: {e}", file=sys.stderr)
         return 1
     except FileNotFoundError as e:
         print(f"iree-py {args.command}: error: {e.filename}: no such file", file=sys.stderr)
         return 1
+    except Exception as e:  # a bug outside the compiler's own guards (run, dump, benchmark)
+        return _internal_error(args, str(internal_error(f"in iree-py {args.command}", e)), e)
+
+
+def _internal_error(args: argparse.Namespace, message: str, error: BaseException) -> int:
+    """A bug in iree-py: its message, and the Python traceback only with --verbose."""
+    if args.verbose:
+        traceback.print_exception(error, file=sys.stderr)
+    print(f"iree-py {args.command}: {message}", file=sys.stderr)
+    if not args.verbose:
+        print(f"iree-py {args.command}: this is a bug in iree-py; --verbose shows where", file=sys.stderr)
+    return INTERNAL_ERROR_EXIT_CODE
 
 
 if __name__ == "__main__":

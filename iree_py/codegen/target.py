@@ -11,6 +11,7 @@ import tomllib
 from dataclasses import dataclass
 from functools import cache
 
+from iree_py.errors import CompileError
 from iree_py.resources import targets_dir
 
 
@@ -49,11 +50,11 @@ def available_targets() -> list[str]:
 def load_target(name: str) -> Target:
     path = targets_dir() / f"{name}.toml"
     if not path.exists():
-        raise ValueError(f"unknown target {name!r}; known targets: {', '.join(available_targets())}")
+        raise CompileError(f"unknown target {name!r}; known targets: {', '.join(available_targets())}")
     data = tomllib.loads(path.read_text())
     if "host" in (data.get("vector_bits"), data.get("vector_registers")):
         if data.get("features") != "host":
-            raise ValueError(f"target {name!r}: vector_bits/vector_registers = \"host\" needs "
+            raise CompileError(f"target {name!r}: vector_bits/vector_registers = \"host\" needs "
                              f"features = \"host\", got features = {data.get('features')!r}")
         bits, registers = host_vector_shape()
         data["vector_bits"] = bits if data.get("vector_bits") == "host" else data["vector_bits"]

@@ -17,7 +17,7 @@ import onnx.defs
 import onnx.helper
 import onnx.numpy_helper
 
-from iree_py.errors import CompileError
+from iree_py.errors import CompileError, reported_as_internal
 from iree_py.frontends.onnx_ops import CONVERTERS
 from iree_py.frontends.onnx_strings import check_string_inputs, check_string_results
 from iree_py.frontends.onnx_symbolic import InputSymbols, pick_symbolic_converter
@@ -237,27 +237,33 @@ def convert_nodes(ctx: OnnxContext, nodes: Iterable[onnx.NodeProto], prefix: str
     for index, n in enumerate(nodes):
         ctx.node = n
         ctx.node_name = n.name or f"{prefix}{n.op_type}_{index}"
-        convert = CONVERTERS.get(n.op_type) if n.domain in DEFAULT_DOMAINS else None
-        if convert is None:
-            raise ctx.error("op not supported by iree-py")
-        if ctx.opset < MIN_OPSET:
-            _check_old_opset(ctx, n.op_type)
-        check_string_inputs(ctx, n)
-        symbolic = pick_symbolic_converter(ctx, n)
-        results = symbolic(ctx) if symbolic is not None else None
-        if not results:
-            ctx.known_as_tensors = True
-            try:
-                results = convert(ctx)
-            finally:
-                ctx.known_as_tensors = False
-        check_string_results(ctx, n, results)
-        for name, value in zip(n.output, results):
-            if name and value is not None:
-                ctx.env[name] = value
-        for i, name in enumerate(n.output[len(results):], start=len(results)):
-            if name and name in ctx.used:
-                raise ctx.error(f"output {i} ('{name}') is used but iree-py does not compute it")
+        with reported_as_internal(f"at {ctx.where()}"):  # a bug: say where (the node), not just what
+            _convert_node(ctx, n)
+
+
+def _convert_node(ctx: OnnxContext, n: onnx.NodeProto) -> None:
+    """Convert one node; its results join ctx.env."""
+    convert = CONVERTERS.get(n.op_type) if n.domain in DEFAULT_DOMAINS else None
+    if convert is None:
+        raise ctx.error("op not supported by iree-py")
+    if ctx.opset < MIN_OPSET:
+        _check_old_opset(ctx, n.op_type)
+    check_string_inputs(ctx, n)
+    symbolic = pick_symbolic_converter(ctx, n)
+    results = symbolic(ctx) if symbolic is not None else None
+    if not results:
+        ctx.known_as_tensors = True
+        try:
+            results = convert(ctx)
+        finally:
+            ctx.known_as_tensors = False
+    check_string_results(ctx, n, results)
+    for name, value in zip(n.output, results):
+        if name and value is not None:
+            ctx.env[name] = value
+    for i, name in enumerate(n.output[len(results):], start=len(results)):
+        if name and name in ctx.used:
+            raise ctx.error(f"output {i} ('{name}') is used but iree-py does not compute it")
 
 
 def _check_old_opset(ctx: OnnxContext, op_type: str) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Callable, Literal, Protocol
 
+from iree_py.errors import reported_as_internal
 from iree_py.ir.graph import Graph
 from iree_py.ir.ops_control_flow import BODY_ATTRS
 from iree_py.ir.text import print_graph
@@ -61,7 +62,8 @@ def run_pipeline(graph: Graph, print_ir_after: set[str] | Literal["all"] | None 
         from iree_py.errors import CompileError
         raise CompileError(f"--print-ir-after: unknown pass {sorted(unknown)}; passes are {sorted(PASSES)}")
     for p in passes:
-        graph = run_on_regions(p, graph)
+        with reported_as_internal(f"in pass {p.name}"):
+            graph = run_on_regions(p, graph)
         verify(graph)
         if print_ir_after == "all" or (print_ir_after and p.name in print_ir_after):
             out(f"// ----- IR after {p.name} ----- //\n{print_graph(graph, elide_over=elide_over)}")

@@ -11,6 +11,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
+from iree_py.errors import CompileError, reported_as_internal
 from iree_py.codegen.llvm.common import KERNEL_FN_TYPE, NO_BUILTINS_ATTR
 from iree_py.codegen.llvm.dispatch_guard import add_dispatch_guard, body_name
 from iree_py.codegen.llvm.dynamic import DYNAMIC_BUILDERS, is_dynamic
@@ -118,7 +119,7 @@ def kernel_builder(spec: KernelSpec) -> Builder:
 def _dynamic_builder(spec: KernelSpec) -> Builder:
     where = DYNAMIC_BUILDERS.get(spec.kind)
     if where is None:
-        raise ValueError(f"kernel {spec.name!r}: kind {spec.kind!r} has no kernel for symbolic dims yet "
+        raise CompileError(f"kernel {spec.name!r}: kind {spec.kind!r} has no kernel for symbolic dims yet "
                          f"({', '.join(str(t) for t in (*spec.inputs, *spec.outputs))}); kinds that have one: "
                          f"{', '.join(sorted(DYNAMIC_BUILDERS)) or 'none'}. Give the symbols values "
                          f"(--dim NAME=VALUE) to compile a static module")
@@ -157,7 +158,12 @@ def kernel_irs(specs: list[KernelSpec], target: Target) -> list[KernelIR]:
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ValueError(f"kernel names must be unique in one executable; repeated: {dupes}")
-    return [kernel_ir(spec, target) for spec in specs]
+    irs = []
+    for spec in specs:
+        nodes = f" (nodes {', '.join(repr(n) for n in spec.source_nodes)})" if spec.source_nodes else ""
+        with reported_as_internal(f"while generating kernel {spec.name}, {spec.kind}{nodes}, for {target.name}"):
+            irs.append(kernel_ir(spec, target))
+    return irs
 
 
 def library_export_module(entry_names: list[str], symbols: list[str], target: Target) -> llvm.ModuleRef:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from iree_py.errors import CompileError
+from iree_py.errors import CompileError, reported_as_internal
 from iree_py.frontends.tflite import reader
 from iree_py.frontends.tflite.state_ops import finish_state
 from iree_py.frontends.tflite.schema.Model import ModelT
@@ -197,7 +197,8 @@ def convert_operators(ctx: TfliteContext) -> None:
         convert = CONVERTERS.get(code)
         if convert is None:
             raise ctx.error("op not supported by iree-py")
-        results = convert(ctx)
+        with reported_as_internal(f"at {ctx.where()}"):
+            results = convert(ctx)
         for i, value in enumerate(results):
             index = ctx._index(i, outputs=True)
             declared = ctx.tensor_type(index, "output")

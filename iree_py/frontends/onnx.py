@@ -8,6 +8,8 @@ constants; on symbolic dims they are folded into Exprs instead (onnx_symbolic.py
 """
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -85,6 +87,8 @@ def _input_type(vi: onnx.ValueInfoProto, symbols: InputSymbols, source: str) -> 
                            f"its shape into the model (unknown dims as dim_param names), e.g. with "
                            f"onnx.tools.update_model_dims.update_inputs_outputs_dims")
     shape = [symbols.dim(vi.name, i, d) for i, d in enumerate(tt.shape.dim)]
+    if all(isinstance(d, int) for d in shape):
+        check_element_count(math.prod(shape), f"{source}: input '{vi.name}' {shape}")
     return TensorType(dtype, tuple(shape))
 
 
@@ -222,14 +226,34 @@ class OnnxContext:
         if any(not v.type.is_static for v in node.outputs):  # symbolic: computed at run time
             self.graph_nodes.append(node)
             return node.outputs[0]
+        for v in node.outputs:
+            if isinstance(v.type, TensorType) and v.type.num_elements > MAX_TENSOR_ELEMENTS:
+                raise self.error(f"its result {v.type} has {v.type.num_elements} elements, more than the "
+                                 f"{MAX_TENSOR_ELEMENTS} iree-py handles")
         return fold_or_append(node, self.graph_nodes)
 
 
 def constant_value(t: onnx.TensorProto, source: str) -> Value:
-    """An initializer as a constant value."""
-    array = onnx.numpy_helper.to_array(t)
-    return Value(t.name, TensorType(_dtype(t.data_type, f"{source}: initializer '{t.name}'"),
-                                    tuple(int(d) for d in array.shape)), const=array)
+    """An initializer (or a constant attribute) as a constant value."""
+    what = f"{source}: initializer '{t.name}'"
+    dtype = _dtype(t.data_type, what)
+    check_element_count(math.prod(t.dims) if all(d >= 0 for d in t.dims) else -1, f"{what} (dims {list(t.dims)})")
+    try:
+        array = onnx.numpy_helper.to_array(t)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise CompileError(f"{what}: its data does not hold {list(t.dims)} {dtype.value} elements ({e})") from None
+    return Value(t.name, TensorType(dtype, tuple(int(d) for d in array.shape)), const=array)
+
+
+MAX_TENSOR_ELEMENTS = 1 << 32  # larger tensors are refused at import, before anything is allocated (docs/ir.md)
+
+
+def check_element_count(count: int, what: str) -> None:
+    """Refuse a tensor of `count` elements (-1: a negative dim) that no device could hold."""
+    if count < 0:
+        raise CompileError(f"{what}: a dim is negative")
+    if count > MAX_TENSOR_ELEMENTS:
+        raise CompileError(f"{what}: {count} elements is more than the {MAX_TENSOR_ELEMENTS} iree-py handles")
 
 
 def convert_nodes(ctx: OnnxContext, nodes: Iterable[onnx.NodeProto], prefix: str = "") -> None:

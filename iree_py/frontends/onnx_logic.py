@@ -110,6 +110,9 @@ def clip(ctx: "OnnxContext") -> list[Value]:
         lo, hi = float(ctx.attr("min", -math.inf)), float(ctx.attr("max", math.inf))
         return [ctx.emit("Clip", [x], {"min": lo, "max": hi}, out=0)]
     bounds = [ctx.input(i) if ctx.has_input(i) else None for i in (1, 2)]
+    for name, b in zip(("min", "max"), bounds):
+        if b is not None and b.type.num_elements != 1:
+            raise ctx.error(f"{name} '{b.name}' is {b.type}; Clip's bounds are scalars")
     if all(b is None or b.is_const for b in bounds):
         lo, hi = (float(b.const) if b is not None else default for b, default in zip(bounds, (-math.inf, math.inf)))
         return [ctx.emit("Clip", [x], {"min": lo, "max": hi}, out=0)]

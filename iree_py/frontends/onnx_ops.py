@@ -100,6 +100,9 @@ def _window_attrs(ctx: "OnnxContext", x: Value, kernel: list[int], allow_dilatio
         raise ctx.error(f"{len(spatial)}-D windows (input {x.type}) are not supported; only 2-D")
     strides = [int(s) for s in ctx.attr("strides", [1, 1])]
     dilations = [int(d) for d in ctx.attr("dilations", [1, 1])]
+    for name, values in (("kernel_shape", kernel), ("strides", strides), ("dilations", dilations)):
+        if len(values) != 2 or any(v < 1 for v in values):
+            raise ctx.bad_attr(name, values, "expected 2 values, each at least 1")
     if not allow_dilations and dilations != [1, 1]:
         raise ctx.bad_attr("dilations", dilations, "AveragePool with dilations")
     pads = _explicit_pads(ctx, spatial, kernel, strides, dilations)
@@ -121,6 +124,8 @@ def conv(ctx: "OnnxContext") -> list[Value]:
 
 
 def _conv_1d(ctx: "OnnxContext", x: Value, w: Value) -> Value:
+    if w.type.rank != 3:
+        raise ctx.error(f"a 1-D Conv of {x.type} needs a weight of rank 3, got {w.type}")
     n, c, length = _shape(x)
     m, cg, k = _shape(w)
     strides = [1] + [int(s) for s in ctx.attr("strides", [1])]

@@ -667,6 +667,8 @@ def _slice(ctx: "OnnxContext") -> list[Value] | None:
         count = ctx.input(1).type.num_elements if ctx.input(1).type.is_static else 0
         axes = _const_ints(ctx, 3, "axes") if ctx.has_input(3) else list(range(count))
         steps = _const_ints(ctx, 4, "steps") if ctx.has_input(4) else [1] * count
+        if any(not -x.type.rank <= a < x.type.rank for a in axes):
+            raise ctx.bad_attr("axes", axes, f"an axis is out of range for {x.type}")
         runtime = any(elements(ctx, ctx.input(i)) is None for i in (1, 2))
         if runtime and x.type.is_static and all(s > 0 for s in steps) and len(axes) == count:
             begin, end = _clamped_bounds(ctx, x, axes)  # resolved by i64 ops: the symbols are >= 0

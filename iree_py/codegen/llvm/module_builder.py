@@ -161,8 +161,12 @@ def kernel_irs(specs: list[KernelSpec], target: Target) -> list[KernelIR]:
     irs = []
     for spec in specs:
         nodes = f" (nodes {', '.join(repr(n) for n in spec.source_nodes)})" if spec.source_nodes else ""
-        with reported_as_internal(f"while generating kernel {spec.name}, {spec.kind}{nodes}, for {target.name}"):
-            irs.append(kernel_ir(spec, target))
+        where = f"kernel {spec.name}, {spec.kind}{nodes}, for {target.name}"
+        try:
+            with reported_as_internal(f"while generating {where}"):
+                irs.append(kernel_ir(spec, target))
+        except CompileError as e:  # what the kernel cannot do (symbolic channels, a dtype): name its nodes
+            raise CompileError(f"{where}: {e}") from None
     return irs
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
+from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import lanes_f32
 from iree_py.codegen.llvm.conv import conv_tiling
@@ -70,7 +71,7 @@ class StaticConv:
 def _ints(spec: KernelSpec, name: str, default: tuple[int, ...]) -> tuple[int, ...]:
     raw = spec.attrs.get(name, default)
     if any(isinstance(v, Expr) for v in raw):
-        raise ValueError(f"conv2d {spec.name}: attribute {name} must be static ints, got {raw}")
+        raise CompileError(f"conv2d {spec.name}: attribute {name} must be static ints, got {raw}")
     value = tuple(int(v) for v in raw)
     if len(value) != len(default):
         raise ValueError(f"conv2d {spec.name}: attribute {name} must have {len(default)} values, got {value}")
@@ -92,7 +93,7 @@ def static_conv(spec: KernelSpec) -> StaticConv:
     if x.rank != 4 or y.rank != 4 or wt.rank != 4:
         raise ValueError(f"{what}: X, W and Y must be 4-D, got {x}, {wt}, {y}")
     if not wt.is_static or not isinstance(x.shape[1], int) or not isinstance(y.shape[1], int):
-        raise ValueError(f"{what}: channels and the weight must be static, got X {x}, W {wt}, Y {y}")
+        raise CompileError(f"{what}: channels and the weight must be static, got X {x}, W {wt}, Y {y}")
     m, cg, kh, kw = (int(d) for d in wt.shape)
     c = int(x.shape[1])
     sh, sw = _ints(spec, "strides", (1, 1))

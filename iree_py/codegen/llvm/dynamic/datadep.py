@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import I64, const_i64, element_ptr, entry_alloca, for_range
 from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
@@ -39,7 +40,7 @@ class Elements:
 
     def __init__(self, t: TensorType, what: str) -> None:
         if t.dtype not in (*FLOATS, *HALF, *SIGNED, *UNSIGNED):
-            raise ValueError(f"{what}: unsupported dtype {t.dtype.value} of {t}")
+            raise CompileError(f"{what}: unsupported dtype {t.dtype.value} of {t}")
         self.dtype = t.dtype
         self.raw = ir.IntType(t.dtype.itemsize * 8)
         self.type = FLOATS.get(t.dtype, ir.FloatType() if t.dtype in HALF else self.raw)

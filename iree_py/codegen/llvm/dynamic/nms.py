@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import F32, I64, const_f32, const_i64, element_ptr, entry_alloca, for_range
 from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
@@ -69,7 +70,7 @@ def _check_types(spec: KernelSpec, what: str) -> None:
         raise ValueError(f"{what}: expects 5 inputs and 1 output")
     wanted = (DType.f32, DType.f32, DType.i64, DType.f32, DType.f32)
     if tuple(t.dtype for t in spec.inputs) != wanted or spec.outputs[0].dtype != DType.i64:
-        raise ValueError(f"{what}: unsupported dtypes {[t.dtype.value for t in spec.inputs]} "
+        raise CompileError(f"{what}: unsupported dtypes {[t.dtype.value for t in spec.inputs]} "
                          f"(boxes, scores f32; max_output i64; thresholds f32)")
 
 

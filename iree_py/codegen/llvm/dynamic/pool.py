@@ -16,6 +16,7 @@ from typing import Callable
 
 from llvmlite import ir
 
+from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (F32, I32, I64, const_i64, element_ptr, entry_alloca, float_vector, for_range,
                                          horizontal, lanes_f32, load_f32, max_index, min_index, splat, store_f32)
@@ -32,7 +33,7 @@ WINDOW_KINDS = ("maxpool", "maxpool_index", "avgpool", "lppool")
 def _static_ints(spec: KernelSpec, name: str, count: int, default: int) -> tuple[int, ...]:
     raw = spec.attrs.get(name, (default,) * count)
     if any(isinstance(v, Expr) for v in raw):
-        raise ValueError(f"{spec.kind} kernel {spec.name}: attribute {name} must be static ints, got {raw}")
+        raise CompileError(f"{spec.kind} kernel {spec.name}: attribute {name} must be static ints, got {raw}")
     values = tuple(int(v) for v in raw)
     if len(values) != count:
         raise ValueError(f"{spec.kind} kernel {spec.name}: attribute {name} needs {count} values, got {values}")
@@ -51,7 +52,7 @@ def _check_io(spec: KernelSpec, out_dtype: DType) -> None:
     if dim(x.shape[0]) != dim(y.shape[0]) or dim(x.shape[1]) != dim(y.shape[1]):
         raise ValueError(f"{what}: input {x} and output {y} must agree on N and C")
     if not isinstance(x.shape[1], int):
-        raise ValueError(f"{what}: the channel dim must be static, got {x}")
+        raise CompileError(f"{what}: the channel dim must be static, got {x}")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import math
 
 from llvmlite import ir
 
+from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (I32, I64, const_f32, const_i64, element_ptr, for_range, lanes_f32,
                                          load_f32, store_f32)
@@ -126,10 +127,10 @@ def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
         raise ValueError(f"{what}: wants f32 X and output and i32 sequence_lens, got {x}, {spec.inputs[4]} -> "
                          f"{spec.outputs[0]}")
     if x.rank != 3 or not isinstance(x.shape[2], int):
-        raise ValueError(f"{what}: X must be [seq, batch, input] with a static input size, got {x}")
+        raise CompileError(f"{what}: X must be [seq, batch, input] with a static input size, got {x}")
     for i in (1, 2, 3) + ((7,) if op == "LSTM" else ()):
         if not spec.inputs[i].is_static:
-            raise ValueError(f"{what}: input {i} (weights, biases, peepholes) must be static, got {spec.inputs[i]}")
+            raise CompileError(f"{what}: input {i} (weights, biases, peepholes) must be static, got {spec.inputs[i]}")
     hidden = int(spec.attrs["hidden_size"])
     if 4 * hidden > MAX_SCRATCH_FLOATS:
         raise ValueError(f"{what}: hidden {hidden} needs more stack scratch than {MAX_SCRATCH_FLOATS} floats")

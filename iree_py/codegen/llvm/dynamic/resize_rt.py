@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import F32, I32, I64, const_f32, const_i32, const_i64, element_ptr, for_range
 from iree_py.codegen.llvm.copy_common import element_type
@@ -150,7 +151,7 @@ class _Builder:
             offset = b.fmul(b.fdiv(lo, const_f32(2.0)), b.fsub(one, adjustment))
             centre = b.fsub(b.fdiv(b.fadd(b.fpext(xr, F64), _d(0.5)), b.fpext(scale, F64)), _d(0.5))
             return b.fptrunc(b.fadd(b.fpext(offset, F64), centre), F32)
-        raise ValueError(f"resize_rt kernel {self.spec.name}: coordinate_transformation_mode {mode!r} is not supported")
+        raise CompileError(f"resize_rt kernel {self.spec.name}: coordinate_transformation_mode {mode!r} is not supported")
 
     # -- taps ---------------------------------------------------------------------------------------
     def store_tap(self, ax: _Axis, t: int, index: ir.Value, weight: ir.Value) -> None:
@@ -174,7 +175,7 @@ class _Builder:
         if mode == "round_prefer_floor":
             midpoint = b.fptrunc(b.fadd(_float(b, trunc, F64), _d(0.5)), F32)
             return b.select(b.fcmp_ordered("==", x, midpoint), floor, rounded)
-        raise ValueError(f"resize_rt kernel {self.spec.name}: nearest_mode {mode!r} is not supported")
+        raise CompileError(f"resize_rt kernel {self.spec.name}: nearest_mode {mode!r} is not supported")
 
     def cubic_kernel(self, s: ir.Value) -> ir.Value:
         """Keys cubic weight of a double distance (resize_math.cubic_weights)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import F32, I64, const_f32, const_i64, element_ptr, entry_alloca, for_range
 from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
@@ -72,7 +73,7 @@ def build_roi_align(spec: KernelSpec, module: ir.Module, target: Target) -> Kern
     if len(spec.inputs) != 3 or len(spec.outputs) != 1:
         raise ValueError(f"{what}: expects 3 inputs and 1 output")
     if tuple(t.dtype for t in spec.inputs) != (DType.f32, DType.f32, DType.i64):
-        raise ValueError(f"{what}: unsupported dtypes {[t.dtype.value for t in spec.inputs]} (X, rois f32, "
+        raise CompileError(f"{what}: unsupported dtypes {[t.dtype.value for t in spec.inputs]} (X, rois f32, "
                          f"batch_indices i64)")
     a = spec.attrs
     oh, ow, ratio = int(a["output_height"]), int(a["output_width"]), int(a["sampling_ratio"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import I64, const_i64, element_ptr, entry_alloca, for_range
 from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
@@ -40,7 +41,7 @@ def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
     in_t, out_t = spec.inputs[0], spec.outputs[0]
     result = spec.attrs.get("result")
     if in_t.dtype not in DTYPES:
-        raise ValueError(f"{what}: unsupported dtype {in_t.dtype.value} (supported: "
+        raise CompileError(f"{what}: unsupported dtype {in_t.dtype.value} (supported: "
                          f"{', '.join(d.value for d in DTYPES)})")
     want = {"values": in_t.dtype, "indices": DType.i64}.get(result)
     if want is None or out_t.dtype != want:

@@ -127,7 +127,8 @@ KERNEL_KINDS = (
 
 # Elementwise ops an Expr or an epilogue may use, with the attributes they read.
 # Gelu is the exact (erf) form, GeluTanh ONNX's approximate="tanh"; Round is half to even.
-UNARY_OPS = {"Relu": (), "LeakyRelu": ("alpha",), "Sigmoid": (), "Tanh": (), "Clip": ("min", "max"),
+UNARY_OPS = {"Relu": (), "LeakyRelu": ("alpha",), "Sigmoid": (), "Tanh": (), "RationalSigmoid": (), "RationalTanh": (),
+             "Clip": ("min", "max"),
              "Neg": (), "Exp": (), "Sqrt": (), "Abs": (),
              "Log": (), "Reciprocal": (), "Floor": (), "Ceil": (), "Round": (), "Sign": (), "Erf": (),
              "Softplus": (), "Softsign": (), "HardSigmoid": ("alpha", "beta"), "HardSwish": (), "Elu": ("alpha",),

@@ -559,8 +559,8 @@ CONVERTERS: dict[str, Converter] = {
     "Div": _binary("Div"),
     "Sum": sum_,
     "Relu": _unary("Relu"),
-    "Sigmoid": _unary("Sigmoid"),
-    "Tanh": _unary("Tanh"),
+    "Sigmoid": _unary("RationalSigmoid"),  # onnxruntime's arithmetic (iree_py/ir/rational_math.py)
+    "Tanh": _unary("RationalTanh"),
     "LeakyRelu": leaky_relu,
     **{op: _unary(op) for op in ("Exp", "Log", "Sqrt", "Abs", "Neg", "Reciprocal", "Floor", "Ceil", "Round", "Sign",
                                  "Erf", "Softplus", "Softsign", "HardSwish", "Mish", "Sin", "Cos", "Tan", "Atan",

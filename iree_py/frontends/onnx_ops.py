@@ -34,6 +34,7 @@ from iree_py.frontends.onnx_signal import SIGNAL_CONVERTERS
 from iree_py.frontends.onnx_signal_rt import SIGNAL_RT_CONVERTERS
 from iree_py.frontends.onnx_textops import TEXTOPS_CONVERTERS
 from iree_py.frontends.onnx_scan8 import SCAN8_CONVERTERS
+from iree_py.frontends.onnx_qlstm import MICROSOFT_CONVERTERS
 from iree_py.frontends.onnx_recurrent import RECURRENT_CONVERTERS
 from iree_py.frontends.onnx_bf16 import wrap_bf16
 from iree_py.frontends.onnx_dims import dim_list, dims_of
@@ -638,4 +639,9 @@ CONVERTERS: dict[str, Converter] = {
     # -- bntrain: entries below this line --
 }
 CONVERTERS["Equal"] = with_string_equal(CONVERTERS["Equal"])  # string operands (onnx_strings.py)
+
+# Ops of other domains: domain -> op type -> converter (onnxruntime's contrib ops that its tools write).
+DOMAIN_CONVERTERS: dict[str, dict[str, Converter]] = {
+    "com.microsoft": MICROSOFT_CONVERTERS,
+}
 wrap_bf16(CONVERTERS)  # bf16 operands computed in f32 (onnx_bf16.py)

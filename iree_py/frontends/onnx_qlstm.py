@@ -100,8 +100,8 @@ def _input_projection(ctx: "OnnxContext", x: Value, w: Value, w_scale: Value, w_
         w_scale_d = ctx.emit("Slice", [w_scale], {"starts": [d, 0], "ends": [d + 1, scale_columns], "steps": [1, 1]})
         multiplier = ctx.emit("Mul", [scale, reshape(ctx, w_scale_d, (scale_columns,))])  # f32(x_scale * w_scale)
         xw = ctx.emit("Mul", [ctx.emit("Cast", [acc], {"to": "f32"}), multiplier])
-        parts.append(reshape(ctx, xw, (1, seq, batch, columns)))
-    return parts[0] if dirs == 1 else ctx.emit("Concat", parts, {"axis": 0})
+        parts.append(ctx.emit("Reshape", [xw], {"shape": [1, seq, batch, columns]}, hint=f"{ctx.node_name}_xw{d}"))
+    return parts[0] if dirs == 1 else ctx.emit("Concat", parts, {"axis": 0}, hint=f"{ctx.node_name}_xw")
 
 
 def _per_column(ctx: "OnnxContext", scale: Value, dirs: int, columns: int) -> Value:

@@ -7,7 +7,7 @@ quantized again (DynamicQuantizeLinear rounds x / scale: one ulp can move a valu
 and the next layer's dynamic scale with it). The kernels (codegen/llvm/math_core.py) take the
 coefficients from here and evaluate every Horner step as one fma; the numpy twins below do the
 same in float64 and round once to float32 per step, which equals the fma except where float64
-rounding lands exactly on a float32 tie (about one step in 2**29).
+rounding lands exactly on a float32 tie (none of the 655,426 points of tests/codegen/test_math.py).
 
 x is clamped to [-RANGE, RANGE]; p holds the odd numerator's and q the even denominator's
 coefficients in x**2, highest power first: sigmoid = max(x * p(x2) / q(x2) + 0.5, 0),

@@ -70,6 +70,8 @@ DIRECT_KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
                     "result", "linear_before_reset")),
     "RNN": ("rnn", ("direction", "hidden_size", "activations", "activation_alpha", "activation_beta", "clip",
                     "result")),
+    "QLSTM": ("qlstm", ("direction", "hidden_size", "activations", "activation_alpha", "activation_beta", "clip",
+                        "result", "input_forget", "r_zero_point", "finished_as_zero")),
     # -- convt: entries below this line --
     "ConvTranspose": ("conv_transpose", ("strides", "pads", "dilations", "group")),
     "LpPool": ("lppool", ("kernel", "strides", "pads", "dilations", "ceil_mode", "p")),

@@ -73,6 +73,9 @@ from iree_py.ir.types import DType, TensorType
 #                 ops LSTM/GRU/RNN (docs/ir.md "Recurrent ops"), all time steps in one dispatch; attrs direction,
 #                 hidden_size, activations, activation_alpha/beta, clip, result (Y, Y_h, Y_c: the one output),
 #                 input_forget (lstm), linear_before_reset (gru)
+#   qlstm         inputs XW [dirs,seq,batch,4H] f32, R [dirs,H,4H] i8/u8, R_scale [dirs,4H], B, sequence_lens (i32),
+#                 initial_h, initial_c, P: the IR op QLSTM (onnxruntime's DynamicQuantizeLSTM recurrence, docs/ir.md);
+#                 attrs as lstm plus r_zero_point (per direction), finished_as_zero
 #   conv_transpose X[N,C,*in] (1..3 spatial axes), W[C,M/group,*kernel], optional B[M]; attrs strides, dilations,
 #                 pads [begins..., ends...] (crop of the full result; negative end: extended), group
 #   qsoftmax      X[..., D] i8/u8 -> i8/u8: TFLite's fixed-point SOFTMAX over the last axis (attrs as the
@@ -99,7 +102,7 @@ KERNEL_KINDS = (
     # -- resize_pad: entries below this line --
     "resize", "pad", "argmax", "argmin", "cumsum", "topk",
     # -- recurrent: entries below this line --
-    "lstm", "gru", "rnn",
+    "lstm", "gru", "rnn", "qlstm",
     # -- convt: entries below this line --
     "conv_transpose", "lppool", "qconv_transpose",
     # -- tflite_ops: entries below this line --
@@ -127,7 +130,8 @@ KERNEL_KINDS = (
 
 # Elementwise ops an Expr or an epilogue may use, with the attributes they read.
 # Gelu is the exact (erf) form, GeluTanh ONNX's approximate="tanh"; Round is half to even.
-UNARY_OPS = {"Relu": (), "LeakyRelu": ("alpha",), "Sigmoid": (), "Tanh": (), "Clip": ("min", "max"),
+UNARY_OPS = {"Relu": (), "LeakyRelu": ("alpha",), "Sigmoid": (), "Tanh": (), "RationalSigmoid": (), "RationalTanh": (),
+             "Clip": ("min", "max"),
              "Neg": (), "Exp": (), "Sqrt": (), "Abs": (),
              "Log": (), "Reciprocal": (), "Floor": (), "Ceil": (), "Round": (), "Sign": (), "Erf": (),
              "Softplus": (), "Softsign": (), "HardSigmoid": ("alpha", "beta"), "HardSwish": (), "Elu": ("alpha",),

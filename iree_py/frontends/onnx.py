@@ -20,7 +20,7 @@ import onnx.helper
 import onnx.numpy_helper
 
 from iree_py.errors import CompileError, reported_as_internal
-from iree_py.frontends.onnx_ops import CONVERTERS
+from iree_py.frontends.onnx_ops import CONVERTERS, DOMAIN_CONVERTERS
 from iree_py.frontends.onnx_strings import check_string_inputs, check_string_results
 from iree_py.frontends.onnx_symbolic import InputSymbols, pick_symbolic_converter
 from iree_py.ir.build import NameTable, fold_or_append, make_node
@@ -267,7 +267,8 @@ def convert_nodes(ctx: OnnxContext, nodes: Iterable[onnx.NodeProto], prefix: str
 
 def _convert_node(ctx: OnnxContext, n: onnx.NodeProto) -> None:
     """Convert one node; its results join ctx.env."""
-    convert = CONVERTERS.get(n.op_type) if n.domain in DEFAULT_DOMAINS else None
+    convert = (CONVERTERS.get(n.op_type) if n.domain in DEFAULT_DOMAINS
+               else DOMAIN_CONVERTERS.get(n.domain, {}).get(n.op_type))
     if convert is None:
         raise ctx.error("op not supported by iree-py")
     if ctx.opset < MIN_OPSET:

@@ -34,6 +34,7 @@ from iree_py.frontends.onnx_signal import SIGNAL_CONVERTERS
 from iree_py.frontends.onnx_signal_rt import SIGNAL_RT_CONVERTERS
 from iree_py.frontends.onnx_textops import TEXTOPS_CONVERTERS
 from iree_py.frontends.onnx_scan8 import SCAN8_CONVERTERS
+from iree_py.frontends.onnx_qlstm import MICROSOFT_CONVERTERS
 from iree_py.frontends.onnx_recurrent import RECURRENT_CONVERTERS
 from iree_py.frontends.onnx_bf16 import wrap_bf16
 from iree_py.frontends.onnx_dims import dim_list, dims_of
@@ -564,8 +565,8 @@ CONVERTERS: dict[str, Converter] = {
     "Div": _binary("Div"),
     "Sum": sum_,
     "Relu": _unary("Relu"),
-    "Sigmoid": _unary("Sigmoid"),
-    "Tanh": _unary("Tanh"),
+    "Sigmoid": _unary("RationalSigmoid"),  # onnxruntime's arithmetic (iree_py/ir/rational_math.py)
+    "Tanh": _unary("RationalTanh"),
     "LeakyRelu": leaky_relu,
     **{op: _unary(op) for op in ("Exp", "Log", "Sqrt", "Abs", "Neg", "Reciprocal", "Floor", "Ceil", "Round", "Sign",
                                  "Erf", "Softplus", "Softsign", "HardSwish", "Mish", "Sin", "Cos", "Tan", "Atan",
@@ -643,4 +644,9 @@ CONVERTERS: dict[str, Converter] = {
     # -- bntrain: entries below this line --
 }
 CONVERTERS["Equal"] = with_string_equal(CONVERTERS["Equal"])  # string operands (onnx_strings.py)
+
+# Ops of other domains: domain -> op type -> converter (onnxruntime's contrib ops that its tools write).
+DOMAIN_CONVERTERS: dict[str, dict[str, Converter]] = {
+    "com.microsoft": MICROSOFT_CONVERTERS,
+}
 wrap_bf16(CONVERTERS)  # bf16 operands computed in f32 (onnx_bf16.py)

@@ -256,26 +256,37 @@ def qlinear_matmul(ctx: "OnnxContext") -> list[Value]:
     return [ctx.emit("QMatMul", [a, b], attrs, out=0)]
 
 
-def dynamic_quantize_linear(ctx: "OnnxContext") -> list[Value]:
-    """uint8 quantization with parameters computed from the data (onnxruntime's
-    GetQuantizationParameter): the range [min(0, min x), max(0, max x)], scale = range / 255 (1 when
-    the range is empty), zero point = round_half_even(clamp(-min / scale, 0, 255)); then
-    y = clamp(round_half_even(x / scale) + zero point, 0, 255). Outputs y, scale, zero point."""
-    x = ctx.input(0)
-    if x.type.dtype.value != "f32":
-        raise ctx.error(f"input '{x.name}' is {x.type}; only float32 inputs are supported")
+def dynamic_u8_parameters(ctx: "OnnxContext", x: Value, scale_out: int | None = None) -> tuple[Value, Value]:
+    """onnxruntime's GetQuantizationParameter for uint8 over all of x: the range [min(0, min x),
+    max(0, max x)], scale = range / 255 (1 when the range is empty), zero point =
+    round_half_even(clamp(-min / scale, 0, 255)). Returns the f32 scalars scale (named after the node's
+    output `scale_out` when given) and zero point."""
     axes = {"axes": list(range(x.type.rank)), "keepdims": 0}
     zero = ctx.const(np.array(0.0, np.float32), "zero")
     low = ctx.emit("Min", [ctx.emit("Reduce", [x], {"kind": "min", **axes}), zero])
     high = ctx.emit("Max", [ctx.emit("Reduce", [x], {"kind": "max", **axes}), zero])
     scale = ctx.emit("Div", [ctx.emit("Sub", [high, low]), ctx.const(np.array(255.0, np.float32), "qrange")])
     empty = ctx.emit("Cast", [ctx.emit("Equal", [scale, zero])], {"to": "f32"})
-    scale = ctx.emit("Add", [scale, empty], out=1)
+    scale = ctx.emit("Add", [scale, empty], out=scale_out)
     zp = ctx.emit("Clip", [ctx.emit("Neg", [ctx.emit("Div", [low, scale])])], {"min": 0.0, "max": 255.0})
-    zp = ctx.emit("Round", [zp])
-    y = ctx.emit("Add", [ctx.emit("Round", [ctx.emit("Div", [x, scale])]), zp])
-    y = ctx.emit("Clip", [y], {"min": 0.0, "max": 255.0})
-    return [ctx.emit("Cast", [y], {"to": "u8"}, out=0), scale, ctx.emit("Cast", [zp], {"to": "u8"}, out=2)]
+    return scale, ctx.emit("Round", [zp])
+
+
+def quantize_u8(ctx: "OnnxContext", x: Value, scale: Value, zero_point: Value, out: int | None = None) -> Value:
+    """clamp(round_half_even(x / scale) + zero_point, 0, 255) as uint8 (MlasQuantizeLinear; scale and
+    the integral zero point are f32 scalars)."""
+    y = ctx.emit("Add", [ctx.emit("Round", [ctx.emit("Div", [x, scale])]), zero_point])
+    return ctx.emit("Cast", [ctx.emit("Clip", [y], {"min": 0.0, "max": 255.0})], {"to": "u8"}, out=out)
+
+
+def dynamic_quantize_linear(ctx: "OnnxContext") -> list[Value]:
+    """uint8 quantization with parameters computed from the data (dynamic_u8_parameters), then
+    y = clamp(round_half_even(x / scale) + zero point, 0, 255). Outputs y, scale, zero point."""
+    x = ctx.input(0)
+    if x.type.dtype.value != "f32":
+        raise ctx.error(f"input '{x.name}' is {x.type}; only float32 inputs are supported")
+    scale, zp = dynamic_u8_parameters(ctx, x, scale_out=1)
+    return [quantize_u8(ctx, x, scale, zp, out=0), scale, ctx.emit("Cast", [zp], {"to": "u8"}, out=2)]
 
 
 # ------------------------------------------------------------------------------ ConvInteger / MatMulInteger

@@ -209,12 +209,8 @@ def smin(ctx: "OnnxContext", a: Any, b: Any) -> Dim:
     return as_dim(a) if r and r[1] <= 0 else as_dim(b) if r and r[0] >= 0 else dim(call("min", a, b))
 
 
-def exact_div(a: Any, b: Any) -> Dim | None:
-    """a / b when b is one monomial dividing every term of a exactly (batch*seq*64 / (2*batch*seq))."""
-    a, b = Expr.of(as_dim(a)), Expr.of(as_dim(b))
-    if len(b.terms) != 1:
-        return None
-    (divisor, coefficient), = b.terms
+def _monomial_quotient(a: Expr, divisor: tuple, coefficient: int) -> Expr | None:
+    """a / (coefficient * divisor) when that monomial divides every term of a exactly."""
     quotient: Expr = Expr.of(0)
     for monomial, c in a.terms:
         rest = list(monomial)
@@ -228,7 +224,23 @@ def exact_div(a: Any, b: Any) -> Dim | None:
         for atom in rest:
             term = term * (Expr.of(atom) if isinstance(atom, str) else Expr(((((atom,), 1),))))
         quotient = quotient + term
-    return dim(quotient)
+    return quotient
+
+
+def exact_div(a: Any, b: Any) -> Dim | None:
+    """a / b when it is exact: b one monomial dividing every term of a (batch*seq*64 / (2*batch*seq)),
+    or a polynomial b with a = b * q for q one of a's terms over one of b's ((512 + 512*w) / (1 + w))."""
+    a, b = Expr.of(as_dim(a)), Expr.of(as_dim(b))
+    if len(b.terms) == 1:
+        (divisor, coefficient), = b.terms
+        quotient = _monomial_quotient(a, divisor, coefficient)
+        return None if quotient is None else dim(quotient)
+    for term_a in a.terms:
+        for divisor, coefficient in b.terms:
+            q = _monomial_quotient(Expr((term_a,)), divisor, coefficient)
+            if q is not None and (a - b * q).constant == 0:
+                return dim(q)
+    return None
 
 
 def floordiv(a: Any, b: Any) -> Dim:

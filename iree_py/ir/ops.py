@@ -262,6 +262,9 @@ _DEFS = [
     OpDef("Relu", (), 1, 1, _same, elementwise=True, dtypes=NUMERIC_DTYPES),
     OpDef("Sigmoid", (), 1, 1, _same, elementwise=True, dtypes=SINGLE_HALF_DTYPES),
     OpDef("Tanh", (), 1, 1, _same, elementwise=True, dtypes=SINGLE_HALF_DTYPES),
+    # onnxruntime's rational approximations (docs/ir.md): ONNX Sigmoid and Tanh import as these.
+    OpDef("RationalSigmoid", (), 1, 1, _same, elementwise=True, dtypes=SINGLE_HALF_DTYPES),
+    OpDef("RationalTanh", (), 1, 1, _same, elementwise=True, dtypes=SINGLE_HALF_DTYPES),
     OpDef("LeakyRelu", ("alpha",), 1, 1, _same, elementwise=True, dtypes=SINGLE_HALF_DTYPES),
     OpDef("Clip", ("max", "min"), 1, 1, _same, elementwise=True, dtypes=NUMERIC_DTYPES),
     *(OpDef(op, attrs, 1, 1, _same, elementwise=True,

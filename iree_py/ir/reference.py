@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from iree_py.ir import indexing_ops
+from iree_py.ir import indexing_ops, rational_math
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.opdef import pool_output_size
 from iree_py.ir.reference_convt import KERNELS as CONVT_KERNELS
@@ -273,6 +273,8 @@ KERNELS: dict[str, Kernel] = {
     "Relu": lambda ins, a: np.maximum(ins[0], 0).astype(ins[0].dtype),
     "Sigmoid": lambda ins, a: (1.0 / (1.0 + np.exp(-ins[0].astype(np.float64)))).astype(ins[0].dtype),
     "Tanh": lambda ins, a: np.tanh(ins[0]),
+    "RationalSigmoid": lambda ins, a: rational_math.rational_sigmoid(ins[0]).astype(ins[0].dtype),
+    "RationalTanh": lambda ins, a: rational_math.rational_tanh(ins[0]).astype(ins[0].dtype),
     "LeakyRelu": lambda ins, a: np.where(ins[0] >= 0, ins[0], ins[0] * a["alpha"]).astype(ins[0].dtype),
     "Clip": lambda ins, a: np.minimum(np.maximum(ins[0], a["min"]), a["max"]).astype(ins[0].dtype),
     "MaxPool": max_pool,

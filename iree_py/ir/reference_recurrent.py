@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from iree_py.ir import rational_math
 from iree_py.ir.ops_recurrent import FUNCTIONS_PER_DIRECTION, GATES, num_directions
 
 Activation = Callable[[np.ndarray], np.ndarray]
@@ -103,4 +104,74 @@ def _kernel(op: str):
     return run
 
 
-KERNELS = {"LSTM": _kernel("LSTM"), "GRU": _kernel("GRU"), "RNN": _kernel("RNN")}
+# --------------------------------------------------------------------------------------------- QLSTM
+# onnxruntime's DynamicQuantizeLSTM recurrence (docs/ir.md "QLSTM"), in float32 as its CPU kernel
+# rounds: the same operations in the same order, MLAS's sigmoid and tanh (ir/rational_math.py).
+
+def _u8_parameters(v: np.ndarray) -> tuple[np.float32, np.float32]:
+    """GetQuantizationParameter: scale and (integral) zero point of v's range with 0 in it."""
+    lo = min(np.float32(0), np.float32(v.min())) if v.size else np.float32(0)
+    hi = max(np.float32(0), np.float32(v.max())) if v.size else np.float32(0)
+    scale = np.float32(1) if hi == lo else np.float32((hi - lo) / np.float32(255))
+    return scale, np.float32(np.rint(np.clip(-(lo / scale), np.float32(0), np.float32(255))))
+
+
+def _qlstm_activation(name: str, alpha: float, beta: float) -> Activation:
+    """Sigmoid and Tanh as MLAS computes them; the others in float32 (the same roundings as the
+    kernel where they are plain arithmetic: Relu, HardSigmoid, Affine, LeakyRelu, ThresholdedRelu)."""
+    exact = {"Sigmoid": rational_math.rational_sigmoid, "Tanh": rational_math.rational_tanh}
+    if name in exact:
+        return exact[name]
+    f32 = activation(name, np.float32(alpha), np.float32(beta))
+    return lambda x: np.asarray(f32(x), np.float32)
+
+
+def _qlstm(ins: list[np.ndarray], attrs: dict[str, Any]) -> dict[str, np.ndarray]:
+    xw, r, r_scale, bias, lens, h0, c0, peep = (np.asarray(a) for a in ins)
+    f32 = np.float32
+    dirs, seq, batch, _ = xw.shape
+    hidden = int(attrs["hidden_size"])
+    lens = np.clip(lens.astype(np.int64), 0, seq)
+    steps = int(lens.max()) if batch else 0
+    clip = float(attrs["clip"])
+    y = np.zeros((seq, dirs, batch, hidden), f32)
+    y_h, y_c = np.zeros((dirs, batch, hidden), f32), np.zeros((dirs, batch, hidden), f32)
+
+    def pre(v: np.ndarray, bias_part: np.ndarray) -> np.ndarray:
+        v = v + bias_part
+        return np.clip(v, f32(-clip), f32(clip)) if np.isfinite(clip) else v
+
+    for d in range(dirs):
+        backward = attrs["direction"] == "reverse" or d == 1
+        f, g, hf = (_qlstm_activation(attrs["activations"][k], float(attrs["activation_alpha"][k]),
+                                      float(attrs["activation_beta"][k])) for k in range(3 * d, 3 * d + 3))
+        h, c = h0[d].astype(f32).copy(), c0[d].astype(f32).copy()
+        source = h.copy()  # what the next step quantizes: onnxruntime's previous_state rows
+        rd = r[d].astype(np.int64) - int(attrs["r_zero_point"][d])
+        wrb = (bias[d, :4 * hidden] + bias[d, 4 * hidden:]).astype(f32)
+        p_i, p_o, p_f = (peep[d, k * hidden:(k + 1) * hidden].astype(f32) for k in range(3))
+        for s in range(steps):
+            scale, zp = _u8_parameters(source)
+            hq = np.clip(np.rint(source / scale) + zp, 0, 255).astype(np.int64) - int(zp)
+            multiplier = (scale * r_scale[d]).astype(f32)
+            active = s < lens
+            for b in np.flatnonzero(active):
+                t = int(lens[b]) - 1 - s if backward else s
+                acc = (hq[b] @ rd).astype(np.int32)
+                gates = acc.astype(f32) * multiplier + xw[d, t, b]
+                gi, go, gf, gc = (gates[k * hidden:(k + 1) * hidden] for k in range(4))
+                bi, bo, bf, bc = (wrb[k * hidden:(k + 1) * hidden] for k in range(4))
+                i = f(pre(gi + c[b] * p_i, bi))
+                forget = f32(1) - i if attrs["input_forget"] else f(pre(gf + c[b] * p_f, bf))
+                c[b] = c[b] * forget + i * g(pre(gc, bc))
+                o = f(pre(go + c[b] * p_o, bo))
+                h[b] = hf(c[b]) * o
+                y[t, d, b] = h[b]
+            source = np.where(active[:, None], h, f32(0)) if attrs["finished_as_zero"] else h.copy()
+        y_h[d] = np.where((lens > 0)[:, None], h, f32(0))
+        y_c[d] = np.where((lens > 0)[:, None], c, f32(0))
+    return {"Y": y, "Y_h": y_h, "Y_c": y_c}
+
+
+KERNELS = {"LSTM": _kernel("LSTM"), "GRU": _kernel("GRU"), "RNN": _kernel("RNN"),
+           "QLSTM": lambda ins, attrs: _qlstm(ins, attrs)[attrs["result"]]}

@@ -9,7 +9,8 @@ import pytest
 
 from iree_py.codegen.kernel_spec import UNARY_OPS, Expr, ExprStep, KernelSpec
 from iree_py.codegen.llvm.jit import run_kernels
-from tests.codegen.conftest import f32
+from iree_py.ir import rational_math
+from tests.codegen.conftest import f32, run_onnx_op
 
 POINTS = np.concatenate([np.linspace(-120, 120, 4001), np.linspace(-4, 4, 4001),
                          [0.0, -0.0, 1e-30, -1e-30, 1e-5, -1e-5, np.inf, -np.inf]]).astype(np.float32)
@@ -140,8 +141,37 @@ def test_new_unary_op_matches_numpy(op: str) -> None:
     _check(op, points, got, want, rtol, floor)
 
 
+# ------------------------------------------------------------------ onnxruntime's sigmoid and tanh
+RATIONAL = {"RationalSigmoid": ("Sigmoid", rational_math.rational_sigmoid),
+            "RationalTanh": ("Tanh", rational_math.rational_tanh)}
+RATIONAL_POINTS = np.concatenate([
+    WIDE, np.linspace(-20, 20, 400001), np.random.default_rng(1).normal(0, 3, 200000),
+    np.random.default_rng(2).normal(0, 0.01, 50000), [9.0, -9.0, 18.0, -18.0, 8.999999, 17.999998]]).astype(np.float32)
+
+
+@pytest.mark.parametrize("op", sorted(RATIONAL))
+def test_rational_op_is_onnxruntimes_bit_for_bit(op: str) -> None:
+    """RationalSigmoid / RationalTanh give onnxruntime's Sigmoid / Tanh exactly (this host: x86-64 with
+    FMA, where onnxruntime runs MLAS's LogisticKernelFma3 / TanhKernelFma3), NaN and infinities too;
+    the numpy twin in ir/rational_math.py agrees to within one ulp (double rounding)."""
+    onnx_op, twin = RATIONAL[op]
+    spec = KernelSpec(f"u_{op}", "elementwise", (f32(RATIONAL_POINTS.size),), (f32(RATIONAL_POINTS.size),),
+                      {"expr": Expr((ExprStep(op, (("in", 0),)),))})
+    (got,), = run_kernels([spec], [[RATIONAL_POINTS]])
+    want = run_onnx_op(onnx_op, {"x": RATIONAL_POINTS})
+    same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+    bad = np.flatnonzero(~same)
+    assert bad.size == 0, f"{op}: {bad.size} values differ from onnxruntime, first at x={RATIONAL_POINTS[bad[0]]!r}: " \
+        f"{got[bad[0]]!r} vs {want[bad[0]]!r}"
+    numpy = twin(RATIONAL_POINTS)
+    finite = np.isfinite(numpy)
+    assert np.array_equal(np.isnan(numpy), np.isnan(got))
+    ulps = np.abs(numpy[finite].view(np.int32).astype(np.int64) - got[finite].view(np.int32).astype(np.int64))
+    assert ulps.max() <= 1 and np.count_nonzero(ulps) <= 10, f"{op}: numpy twin {ulps.max()} ulps off"
+
+
 def test_every_unary_op_is_tested() -> None:
-    assert set(UNARY_OPS) == set(ORIGINAL_OPS) | set(NEW_UNARY)
+    assert set(UNARY_OPS) == set(ORIGINAL_OPS) | set(NEW_UNARY) | set(RATIONAL)
 
 
 def _pairs() -> tuple[np.ndarray, np.ndarray]:

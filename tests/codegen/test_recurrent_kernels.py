@@ -78,3 +78,83 @@ def test_inactive_steps_write_zeros_and_keep_the_state() -> None:
     np.testing.assert_array_equal(y[2:, 0, 1], 0.0)  # length 2: only t = 1, 0
     np.testing.assert_array_equal(y_h[0, 0], arrays[5][0, 0])  # the initial state, untouched
     np.testing.assert_array_equal(y_h[0, 1], y[0, 0, 1])  # reverse: the final state is Y at t = 0
+
+
+# --- qlstm: onnxruntime's DynamicQuantizeLSTM recurrence ------------------------------------------------
+def _qlstm(direction: str, seq: int, batch: int, hidden: int, lens: list[int], r_dtype: type, variant: int,
+           finished_as_zero: int) -> tuple[list[np.ndarray], dict]:
+    dirs, cols = 2 if direction == "bidirectional" else 1, 4 * hidden
+    low, high = (-128, 128) if r_dtype == np.int8 else (0, 256)
+    zero_points = [0] * dirs if r_dtype == np.int8 else [int(z) for z in RNG.integers(90, 160, dirs)]
+    arrays = [RNG.standard_normal((dirs, seq, batch, cols)).astype(np.float32),
+              RNG.integers(low, high, (dirs, hidden, cols)).astype(r_dtype),
+              RNG.uniform(0.002, 0.02, (dirs, cols)).astype(np.float32),
+              (RNG.standard_normal((dirs, 8 * hidden)) * 0.5).astype(np.float32),
+              np.array(lens, np.int32),
+              RNG.standard_normal((dirs, batch, hidden)).astype(np.float32),
+              RNG.standard_normal((dirs, batch, hidden)).astype(np.float32),
+              (RNG.standard_normal((dirs, 3 * hidden)) * 0.5).astype(np.float32)]
+    names = (["HardSigmoid", "Tanh", "Relu"] if variant else ["Sigmoid", "Tanh", "Tanh"]) * dirs
+    attrs = {"direction": direction, "hidden_size": hidden, "activations": names,
+             "activation_alpha": [0.3] * 3 * dirs, "activation_beta": [0.6] * 3 * dirs,
+             "clip": 2.5 if variant else float("inf"), "input_forget": variant, "r_zero_point": zero_points,
+             "finished_as_zero": finished_as_zero}
+    return arrays, attrs
+
+
+def test_qlstm_matches_its_reference_bit_for_bit() -> None:
+    """qlstm against ir/reference_recurrent.py's float32 twin of onnxruntime's arithmetic: the same
+    values exactly, for every direction and result, i8 and u8 R (zero points), both ways of counting
+    a finished entry, lengths outside [0, seq], and 4H on and off the vector width."""
+    specs, inputs, wants = [], [], []
+    shapes = [(5, 3, 5, [5, 2, 4]), (3, 2, 8, [7, 0]), (4, 1, 16, [-3]), (6, 2, 4, [6, 3])]  # (seq, batch, H, lens)
+    for k, direction in enumerate(("forward", "reverse", "bidirectional")):
+        for variant, (seq, batch, hidden, lens) in enumerate(shapes):
+            arrays, attrs = _qlstm(direction, seq, batch, hidden, lens, (np.int8, np.uint8)[(k + variant) % 2],
+                                   variant % 2, (k + variant // 2) % 2)
+            for result in ("Y", "Y_h", "Y_c"):
+                a = {**attrs, "result": result}
+                want = KERNELS["QLSTM"](arrays, a)
+                specs.append(KernelSpec(f"qlstm_{direction}_{variant}_{result}".lower(), "qlstm",
+                                        tuple(_t(v) for v in arrays), (_t(want),), a))
+                inputs.append(arrays)
+                wants.append(want)
+    for spec, (got,), want in zip(specs, run_kernels(specs, inputs), wants):
+        np.testing.assert_array_equal(got, want, err_msg=spec.name)
+
+
+def test_qlstm_finished_entries_count_as_zero_or_as_their_last_state() -> None:
+    """An entry that has finished still takes part in the batch's range: as 0 (onnxruntime reads h
+    back from Y, whose rows past the length are 0) or as its last h (read from Y_h); that changes
+    the longer entry's result."""
+    arrays, attrs = _qlstm("forward", 6, 2, 4, [6, 1], np.int8, 0, 1)
+    arrays[5][0, 1] = 40.0  # the finished entry's state dominates the range while it counts
+    specs = [KernelSpec(f"qlstm_finished_{z}", "qlstm", tuple(_t(v) for v in arrays), (TensorType(DType.f32, (1, 2, 4)),),
+                        {**attrs, "finished_as_zero": z, "result": "Y_h"}) for z in (0, 1)]
+    (kept,), (zeroed,) = run_kernels(specs, [arrays, arrays])
+    assert not np.array_equal(kept[0, 0], zeroed[0, 0])
+    np.testing.assert_array_equal(kept[0, 1], zeroed[0, 1])  # the short entry ran one step either way
+    for spec, got in zip(specs, (kept, zeroed)):
+        np.testing.assert_array_equal(got, KERNELS["QLSTM"](arrays, spec.attrs))
+
+
+def test_qlstm_with_a_symbolic_sequence_length() -> None:
+    from iree_py.codegen.llvm import build_executable
+    from iree_py.codegen.llvm.jit import LoadedLibrary
+    from iree_py.codegen.target import load_target
+    from iree_py.ir.symbols import Expr
+
+    seq = Expr.of("seq")
+    arrays, attrs = _qlstm("bidirectional", 5, 2, 4, [5, 3], np.uint8, 0, 1)
+    types = [_t(v) for v in arrays]
+    types[0] = TensorType(DType.f32, (2, seq, 2, 16))
+    specs = [KernelSpec(f"qlstm_dyn_{r}", "qlstm", tuple(types),
+                        (TensorType(DType.f32, (seq, 2, 2, 4) if r == "Y" else (2, 2, 4)),), {**attrs, "result": r})
+             for r in ("Y", "Y_c")]
+    lib = LoadedLibrary(build_executable(specs, load_target("host")))
+    for steps in (5, 2, 0):
+        xw = RNG.standard_normal((2, steps, 2, 16)).astype(np.float32)
+        run = [xw, *arrays[1:4], np.array([steps, min(steps, 3)], np.int32), *arrays[5:]]
+        for spec in specs:
+            (got,) = lib.run(spec, run, {"seq": steps})
+            np.testing.assert_array_equal(got, KERNELS["QLSTM"](run, spec.attrs), err_msg=f"{spec.name} seq {steps}")

@@ -75,6 +75,18 @@ def test_reshape_with_zero_and_minus_one_over_symbolic_dims() -> None:
     _check(m, [_f32(2, 3, 8)], [_f32(1, 5, 8)])
 
 
+def test_minus_one_over_a_sum_of_symbols_divides_exactly() -> None:
+    """ddddocr's CNN -> LSTM: a stride-2 conv makes the width 1 + floordiv(-1 + w, 2), and
+    Reshape [0, 0, -1] of [width', 1, 8, 2] divides (16 + 16*q) by (1 + q): exactly 16, a static
+    input size for the LSTM after it, not floordiv(16 + 16*q, max(1 + q, 1))."""
+    nodes = [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[1, 3], strides=[1, 2], pads=[0, 1, 0, 1]),
+             helper.make_node("Transpose", ["p"], ["t"], perm=[3, 0, 1, 2]),
+             helper.make_node("Reshape", ["t", "shape"], ["y"])]
+    m = _model(nodes, {"x": (F32, [1, 8, 2, "w"])}, ["y"], {"shape": _ints(0, 0, -1)})
+    assert str(import_onnx(m).outputs[0].type) == "tensor<{1 + floordiv(-1 + w, 2)}x1x16xf32>"
+    _check(m, [_f32(1, 8, 2, 9)], [_f32(1, 8, 2, 4)])
+
+
 def test_torch_style_flatten_shape_from_shape_slice_concat() -> None:
     nodes = [helper.make_node("Shape", ["x"], ["s"]),
              helper.make_node("Slice", ["s", "zero", "one"], ["b"]),

@@ -12,8 +12,9 @@ from typing import Callable
 from llvmlite import ir
 
 from iree_py.codegen.llvm.math_activations import ACTIVATION_EMITTERS, attr
-from iree_py.codegen.llvm.math_core import (copysign, emit_exp, emit_log, emit_pow, emit_sigmoid, emit_tanh, fabs,
-                                            fconst, floor, fmax, fmin, fsqrt, select_lt, trunc)
+from iree_py.codegen.llvm.math_core import (copysign, emit_exp, emit_log, emit_pow, emit_rational_sigmoid,
+                                            emit_rational_tanh, emit_sigmoid, emit_tanh, fabs, fconst, floor, fmax,
+                                            fmin, fsqrt, select_lt, trunc)
 from iree_py.codegen.llvm.math_trig import TRIG_EMITTERS
 
 __all__ = ["emit_unary", "emit_binary", "emit_exp", "emit_log", "emit_pow", "emit_sigmoid", "emit_tanh",
@@ -40,6 +41,8 @@ UNARY_EMITTERS: dict[str, Callable[[ir.IRBuilder, dict[str, float], ir.Value], i
     "LeakyRelu": _leaky_relu,
     "Sigmoid": lambda b, attrs, x: emit_sigmoid(b, x),
     "Tanh": lambda b, attrs, x: emit_tanh(b, x),
+    "RationalSigmoid": lambda b, attrs, x: emit_rational_sigmoid(b, x),
+    "RationalTanh": lambda b, attrs, x: emit_rational_tanh(b, x),
     "Clip": _clip,
     "Neg": lambda b, attrs, x: b.fneg(x),
     "Exp": lambda b, attrs, x: emit_exp(b, x),

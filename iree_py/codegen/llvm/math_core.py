@@ -1,7 +1,9 @@
 """Building blocks of the elementwise math in LLVM IR, for f32 scalars and f32 vectors alike (no libm).
 
 exp and log use range reduction + the Cephes single-precision polynomials; sigmoid and tanh are
-written so that large |x| gives exact 0/±1 and never NaN. Rounding (floor, ceil, round) uses the
+written so that large |x| gives exact 0/±1 and never NaN. The rational sigmoid and tanh are
+onnxruntime's (iree_py/ir/rational_math.py: coefficients and numpy twins), every Horner step one
+llvm.fma, so they round as onnxruntime does. Rounding (floor, ceil, round) uses the
 add-and-subtract-2**23 trick, so no fast-math flags may ever be used. The op tables that pick one of
 these per ONNX op are in math.py (with math_activations.py and math_trig.py).
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from iree_py.codegen.llvm.common import I32, splat
+from iree_py.ir import rational_math
 
 LOG2E = 1.44269504088896341
 LN2_HI = 0.693359375        # Cephes' split of ln 2: hi + lo, hi exact in few bits
@@ -65,6 +68,25 @@ def poly(b: ir.IRBuilder, x: ir.Value, coeffs: tuple[float, ...]) -> ir.Value:
     acc = fconst(coeffs[0], ty)
     for c in coeffs[1:]:
         acc = b.fadd(b.fmul(acc, x), fconst(c, ty))
+    return acc
+
+
+def fma(b: ir.IRBuilder, x: ir.Value, y: ir.Value, acc: ir.Value) -> ir.Value:
+    """x * y + acc with one rounding (llvm.fma: one instruction on every target, which all have
+    single-precision FMA)."""
+    ty = x.type
+    suffix = f"v{ty.count}f32" if isinstance(ty, ir.VectorType) else "f32"
+    name = f"llvm.fma.{suffix}"
+    module = b.block.function.module
+    fn = module.globals.get(name) or ir.Function(module, ir.FunctionType(ty, [ty] * 3), name=name)
+    return b.call(fn, [x, y, acc])
+
+
+def poly_fma(b: ir.IRBuilder, x: ir.Value, coeffs: tuple[float, ...]) -> ir.Value:
+    """Horner with one fma per step: fma(x, ... fma(x, c0, c1) ..., cn)."""
+    acc = fconst(coeffs[0], x.type)
+    for c in coeffs[1:]:
+        acc = fma(b, x, acc, fconst(c, x.type))
     return acc
 
 
@@ -153,6 +175,29 @@ def emit_sigmoid(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     e = emit_exp(b, b.fneg(fabs(b, x)))
     s = b.fdiv(fconst(1.0, ty), b.fadd(fconst(1.0, ty), e))
     return b.select(b.fcmp_ordered("<", x, fconst(0.0, ty)), b.fmul(e, s), s)
+
+
+def emit_rational_sigmoid(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """onnxruntime's Sigmoid: x clamped to [-18, 18], x * p(x2) / q(x2) + 0.5, at least 0 (NaN stays
+    NaN). Bit for bit MLAS's LogisticKernelFma3; absolute error at most 1.7e-7 (so about 1.9e-7, not
+    0, for x <= -18)."""
+    ty = x.type
+    v = fmin(b, fmax(b, x, fconst(-rational_math.SIGMOID_RANGE, ty)),
+             fconst(rational_math.SIGMOID_RANGE, ty))
+    v2 = b.fmul(v, v)
+    p = b.fmul(v, poly_fma(b, v2, rational_math.SIGMOID_P))
+    r = b.fadd(b.fdiv(p, poly_fma(b, v2, rational_math.SIGMOID_Q)), fconst(0.5, ty))
+    return fmax(b, r, fconst(0.0, ty))
+
+
+def emit_rational_tanh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """onnxruntime's Tanh: x clamped to [-9, 9], x * p(x2) / q(x2) (NaN stays NaN). Bit for bit
+    MLAS's TanhKernelFma3; within 6 ulp of tanh."""
+    ty = x.type
+    v = fmin(b, fmax(b, x, fconst(-rational_math.TANH_RANGE, ty)),
+             fconst(rational_math.TANH_RANGE, ty))
+    v2 = b.fmul(v, v)
+    return b.fdiv(b.fmul(v, poly_fma(b, v2, rational_math.TANH_P)), poly_fma(b, v2, rational_math.TANH_Q))
 
 
 def emit_tanh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:

@@ -65,6 +65,7 @@ KERNEL_BUILDERS: dict[str, str] = {
     "lstm": "recurrent:build",
     "gru": "recurrent:build",
     "rnn": "recurrent:build",
+    "qlstm": "qlstm:build",
     # -- convt: entries below this line --
     "conv_transpose": "conv_transpose:build",
     "lppool": "pool:build",
@@ -98,7 +99,7 @@ KERNEL_BUILDERS: dict[str, str] = {
 
 # Kinds whose one builder (above) takes dims that are ints or Exprs (docs/dynamic_shapes.md): a spec
 # with symbolic dims goes there too, not to the DYNAMIC_BUILDERS twins.
-INT_OR_EXPR_DIM_KINDS = frozenset({"conv_transpose", "qconv", "qconv_dot", "qmatmul"})
+INT_OR_EXPR_DIM_KINDS = frozenset({"conv_transpose", "qconv", "qconv_dot", "qlstm", "qmatmul"})
 
 
 def kernel_builder(spec: KernelSpec) -> Builder:

@@ -39,6 +39,8 @@ def internal_error(where: str, err: BaseException) -> InternalCompilerError:
     """The error to raise `from err` for an unexpected `err` at `where` ("at node 'X' (op Y, opset
     Z)", "in pass fold-constants", ...)."""
     text = " ".join(str(err).split())
+    notes = getattr(err, "__notes__", None)  # a more precise place, noted by the code that knew it
+    where = notes[0] if notes else where
     return InternalCompilerError(f"internal compiler error {where}: {type(err).__name__}"
                                  f"{': ' + text[:500] if text else ''}")
 

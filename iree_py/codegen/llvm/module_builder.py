@@ -11,7 +11,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.errors import CompileError, reported_as_internal
+from iree_py.errors import CompileError
 from iree_py.codegen.llvm.common import KERNEL_FN_TYPE, NO_BUILTINS_ATTR
 from iree_py.codegen.llvm.dispatch_guard import add_dispatch_guard, body_name
 from iree_py.codegen.llvm.dynamic import DYNAMIC_BUILDERS, is_dynamic
@@ -164,10 +164,12 @@ def kernel_irs(specs: list[KernelSpec], target: Target) -> list[KernelIR]:
         nodes = f" (nodes {', '.join(repr(n) for n in spec.source_nodes)})" if spec.source_nodes else ""
         where = f"kernel {spec.name}, {spec.kind}{nodes}, for {target.name}"
         try:
-            with reported_as_internal(f"while generating {where}"):
-                irs.append(kernel_ir(spec, target))
+            irs.append(kernel_ir(spec, target))
         except CompileError as e:  # what the kernel cannot do (symbolic channels, a dtype): name its nodes
             raise CompileError(f"{where}: {e}") from None
+        except Exception as e:  # a bug (or a bad spec from a caller): the compiler reports where
+            e.add_note(f"while generating {where}")
+            raise
     return irs
 
 

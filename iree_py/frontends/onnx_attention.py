@@ -37,6 +37,8 @@ NONPAD_KV_SEQLEN = 6
 def _split_heads(ctx: "OnnxContext", x: Value, heads: int, what: str) -> Value:
     """[B, S, H*D] -> [B, H, S, D]."""
     b, s, hidden = shape_of(x)
+    if not isinstance(hidden, int):
+        raise ctx.error(f"{what} {x.type}: the hidden size must be static to split it into {heads} heads")
     if heads <= 0 or hidden % heads:
         raise ctx.error(f"{what} {x.type}: hidden size {hidden} is not a multiple of {heads} heads")
     return transpose(ctx, reshape(ctx, x, (b, s, heads, hidden // heads)), [0, 2, 1, 3])

@@ -31,7 +31,11 @@ if TYPE_CHECKING:
 Converter = Callable[["OnnxContext"], list[Value]]
 
 
-def _shape(v: Value) -> tuple[int, ...]:
+def _shape(ctx: "OnnxContext", v: Value) -> tuple[int, ...]:
+    """The static shape of `v`; a symbolic one is refused (the pooling paths here are static only)."""
+    if not v.type.is_static:
+        raise ctx.error(f"{v.type} has symbolic dims, which this op supports only in 2-D ConvTranspose; "
+                        f"give them values (compile --dim NAME=VALUE)")
     return tuple(int(d) for d in v.type.shape)
 
 
@@ -156,7 +160,7 @@ def _pool_2d(ctx: "OnnxContext", op: str, extra: dict, dilated: bool) -> list[Va
     dilations = _ints(ctx, "dilations", rank, 1)
     if not dilated and dilations != [1] * rank:
         raise ctx.bad_attr("dilations", dilations, f"{op} with dilations")
-    pads = _pool_pads(ctx, _shape(x)[2:], kernel, strides, dilations)
+    pads = _pool_pads(ctx, _shape(ctx, x)[2:], kernel, strides, dilations)
     ceil_mode = int(ctx.attr("ceil_mode", 0))
 
     def pool(v: Value, axes: list[int], out: int | None = None) -> Value:
@@ -172,17 +176,17 @@ def _pool_2d(ctx: "OnnxContext", op: str, extra: dict, dilated: bool) -> list[Va
     def reshape(v: Value, shape: list[int], out: int | None = None) -> Value:
         return ctx.emit("Reshape", [v], {"shape": shape}, out=out)
 
-    n, c = _shape(x)[:2]
+    n, c = _shape(ctx, x)[:2]
     if rank == 2:
         return [pool(x, [0, 1], out=0)]
     if rank == 1:
-        y4 = pool(reshape(x, [n, c, 1, _shape(x)[2]]), [-1, 0])
-        return [reshape(y4, [n, c, _shape(y4)[3]], out=0)]
-    d, h, w = _shape(x)[2:]
+        y4 = pool(reshape(x, [n, c, 1, _shape(ctx, x)[2]]), [-1, 0])
+        return [reshape(y4, [n, c, _shape(ctx, y4)[3]], out=0)]
+    d, h, w = _shape(ctx, x)[2:]
     planes = pool(reshape(x, [n, c * d, h, w]), [1, 2])
-    oh, ow = _shape(planes)[2:]
+    oh, ow = _shape(ctx, planes)[2:]
     y4 = pool(reshape(planes, [n, c, d, oh * ow]), [0, -1])
-    return [reshape(y4, [n, c, _shape(y4)[2], oh, ow], out=0)]
+    return [reshape(y4, [n, c, _shape(ctx, y4)[2], oh, ow], out=0)]
 
 
 def lp_pool(ctx: "OnnxContext") -> list[Value]:

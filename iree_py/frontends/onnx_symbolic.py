@@ -756,6 +756,8 @@ def _split(ctx: "OnnxContext") -> list[Value] | None:
     x = ctx.input(0)
     rank = x.type.rank
     axis = int(ctx.attr("axis", 0))
+    if not -rank <= axis < rank:
+        raise ctx.bad_attr("axis", axis, f"out of range for {x.type}")
     axis = axis + rank if axis < 0 else axis
     size = dims_of(x)[axis]
     count = len(ctx.node.output) if ctx.node is not None else 1

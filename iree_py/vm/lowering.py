@@ -28,7 +28,7 @@ from iree_py.ir.ops_control_flow import BODY_ATTRS, FAIL
 from iree_py.ir.ops_dims import DIM_VALUES
 from iree_py.ir.symbols import Emitter, Expr
 from iree_py.ir.ops_sequence import SEQUENCE_OPS
-from iree_py.ir.types import DType, is_sequence
+from iree_py.ir.types import DType, TensorType, is_sequence
 from iree_py.vm.encoder import BytecodeBuilder
 from iree_py.vm.memory_plan import Bounds, MemoryPlanResult, Storage
 from iree_py.vm.sequences import SeqCode, SequenceLiveness, copy_block, emit_sequence_op, produced_in, validate_input
@@ -273,6 +273,13 @@ class Lowerer:
         self.code.emit("dispatch", 0, entry, *groups, push, bindings)
 
 
+def _has_symbolic_values(graph: Graph) -> bool:
+    """Whether a value of `graph` or of a control-flow body in it has symbolic dims."""
+    from iree_py.ir.ops_control_flow import bodies
+    return any(isinstance(v.type, TensorType) and not v.type.is_static for v in graph.values()) or any(
+        _has_symbolic_values(body) for node in graph.nodes for body in bodies(node))
+
+
 def lower_graph(graph: Graph, dispatches: list[Dispatch], entry_of: list[int], kernels: list[KernelInfo],
                 plan: MemoryPlanResult, output_copies: dict[int, int], state: StateLayout | None = None,
                 dim_bounds: Bounds | None = None, arena_size: int = 0) -> HostProgram:
@@ -297,7 +304,8 @@ def lower_graph(graph: Graph, dispatches: list[Dispatch], entry_of: list[int], k
     for i, v in enumerate(graph.inputs):
         if is_sequence(v.type):
             validate_input(lowerer, v, i)
-    if any(s.dynamic and not s.pool for s in plan.storages):
+    if any(s.dynamic and not s.pool for s in plan.storages) or _has_symbolic_values(graph):
+        # bounded storages, and static ones viewed at a symbolic size (a Reshape to a computed shape)
         lowerer.arena_ref = lowerer.new_ref()
         code.emit("buffer_arena", lowerer.arena_ref, 0, arena_size)
     lowerer.load_symbols([*graph.inputs, *(v for v in graph.values() if v.is_const),

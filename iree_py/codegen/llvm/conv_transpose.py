@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (F32, I32, I64, as_index, const_i64, for_range, load_f32, max_index,
                                          min_index, splat, static_shape, store_f32)
@@ -54,7 +55,7 @@ def _check(spec: KernelSpec) -> tuple[tuple[Dim, ...], tuple[int, ...], tuple[Di
     if len(spec.inputs) not in (2, 3) or len(spec.outputs) != 1:
         raise ValueError(f"{what}: expects X, W, optional B and 1 output")
     if any(t.dtype != DType.f32 for t in (*spec.inputs, *spec.outputs)):
-        raise ValueError(f"{what}: only f32 is supported, got {[str(t) for t in spec.inputs]}")
+        raise CompileError(f"{what}: only f32 is supported, got {[str(t) for t in spec.inputs]}")
     x = tuple(dim(d) for d in spec.inputs[0].shape)
     w = static_shape(spec.inputs[1], what)
     y = tuple(dim(d) for d in spec.outputs[0].shape)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (F32, begin_kernel, const_i64, entry_alloca, float_vector, for_range,
                                          lanes_f32, load_f32, max_index, min_index, splat, static_shape,
@@ -18,7 +19,7 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
     if len(spec.inputs) != 1 or len(spec.outputs) != 1:
         raise ValueError(f"lrn kernel {spec.name}: expects 1 input and 1 output")
     if spec.inputs[0].dtype != DType.f32:
-        raise ValueError(f"lrn kernel {spec.name}: only f32 is supported, got {spec.inputs[0]}")
+        raise CompileError(f"lrn kernel {spec.name}: only f32 is supported, got {spec.inputs[0]}")
     shape = static_shape(spec.inputs[0], f"lrn kernel {spec.name}")
     if len(shape) < 2 or static_shape(spec.outputs[0], f"lrn kernel {spec.name}") != shape:
         raise ValueError(f"lrn kernel {spec.name}: input {shape} must be [N, C, ...] and match the output")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (F32, I32, I64, begin_kernel, const_i64, element_ptr, lanes_f32, load_f32, splat, static_shape,
                                          store_f32)
@@ -24,7 +25,7 @@ def _check_io(spec: KernelSpec, out_dtype: DType = DType.f32) -> tuple[tuple[int
     if len(spec.inputs) != 1 or len(spec.outputs) != 1:
         raise ValueError(f"{spec.kind} kernel {spec.name}: expects 1 input and 1 output")
     if spec.inputs[0].dtype != DType.f32 or spec.outputs[0].dtype != out_dtype:
-        raise ValueError(f"{spec.kind} kernel {spec.name}: only f32 is supported, got {spec.inputs[0]}")
+        raise CompileError(f"{spec.kind} kernel {spec.name}: only f32 is supported, got {spec.inputs[0]}")
     x = static_shape(spec.inputs[0], f"{spec.kind} kernel {spec.name} input")
     y = static_shape(spec.outputs[0], f"{spec.kind} kernel {spec.name} output")
     if len(x) < 3 or x[:2] != y[:2] or len(x) != len(y):

@@ -10,6 +10,7 @@ from typing import Callable
 
 from llvmlite import ir
 
+from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (F32, begin_kernel, const_i64, entry_alloca, float_vector, for_range,
                                          lanes_f32, load_f32, splat, splat_value, static_shape, store_f32,
@@ -114,7 +115,7 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
         from iree_py.codegen.llvm.reduce_f64 import build_static
         return build_static(spec, module, target)
     if spec.inputs[0].dtype != DType.f32 or spec.outputs[0].dtype != DType.f32:
-        raise ValueError(f"{what}: only f32 is supported, got {spec.inputs[0]} -> {spec.outputs[0]}")
+        raise CompileError(f"{what}: only f32 is supported, got {spec.inputs[0]} -> {spec.outputs[0]}")
     kind = spec.attrs.get("kind")
     if kind not in KINDS:
         raise ValueError(f"{what}: kind {kind!r} is not one of {list(KINDS)}")

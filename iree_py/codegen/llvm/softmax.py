@@ -14,6 +14,7 @@ from typing import Callable
 
 from llvmlite import ir
 
+from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (F32, I32, begin_kernel, const_i64, entry_alloca, float_vector, for_range,
                                          lanes_f32, load_f32, splat, splat_value, static_shape, store_f32,
@@ -138,7 +139,7 @@ def _axis_view(spec: KernelSpec, what: str) -> tuple[int, int, int]:
     if len(spec.inputs) != 1 or len(spec.outputs) != 1:
         raise ValueError(f"{what}: expects 1 input and 1 output")
     if spec.inputs[0].dtype != DType.f32:
-        raise ValueError(f"{what}: only f32 is supported, got {spec.inputs[0]}")
+        raise CompileError(f"{what}: only f32 is supported, got {spec.inputs[0]}")
     shape = static_shape(spec.inputs[0], what)
     if static_shape(spec.outputs[0], what) != shape:
         raise ValueError(f"{what}: output {spec.outputs[0]} differs from input {spec.inputs[0]}")

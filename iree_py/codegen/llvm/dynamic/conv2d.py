@@ -89,7 +89,7 @@ def static_conv(spec: KernelSpec) -> StaticConv:
                          f"{len(spec.inputs)} inputs and {len(spec.outputs)} outputs")
     x, wt, y = spec.inputs[0], spec.inputs[1], spec.outputs[0]
     if any(t.dtype != DType.f32 for t in (x, wt, y)):
-        raise ValueError(f"{what}: only f32 is supported, got {x}, {wt} -> {y}")
+        raise CompileError(f"{what}: only f32 is supported, got {x}, {wt} -> {y}")
     if x.rank != 4 or y.rank != 4 or wt.rank != 4:
         raise ValueError(f"{what}: X, W and Y must be 4-D, got {x}, {wt}, {y}")
     if not wt.is_static or not isinstance(x.shape[1], int) or not isinstance(y.shape[1], int):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
+from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import const_i64
 from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
@@ -50,7 +51,7 @@ def dynamic_matmul_shape(spec: KernelSpec, agree: Agreements) -> DynamicMatmulSh
                          f"{len(spec.inputs)} inputs and {len(spec.outputs)} outputs")
     for i, t in enumerate((*spec.inputs, spec.outputs[0])):
         if t.dtype != DType.f32:
-            raise ValueError(f"{what}: only f32 is supported, got {t} (binding {i})")
+            raise CompileError(f"{what}: only f32 is supported, got {t} (binding {i})")
     a, bsh, out = spec.inputs[0].shape, spec.inputs[1].shape, spec.outputs[0].shape
     if not a or not bsh:
         raise ValueError(f"{what}: operands must have rank >= 1, got {spec.inputs[0]} and {spec.inputs[1]}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (const_f32, const_i64, entry_alloca, for_range, lanes_f32, load_f32, splat,
                                          splat_value, store_f32)
@@ -50,7 +51,7 @@ def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
         raise ValueError(f"{what}: expects 1 input and 1 output")
     x, y = spec.inputs[0], spec.outputs[0]
     if x.dtype != DType.f32 or y.dtype != DType.f32:
-        raise ValueError(f"{what}: only f32 is supported, got {x} -> {y}")
+        raise CompileError(f"{what}: only f32 is supported, got {x} -> {y}")
     kind = spec.attrs.get("kind")
     if kind not in KINDS:
         raise ValueError(f"{what}: kind {kind!r} is not one of {list(KINDS)}")

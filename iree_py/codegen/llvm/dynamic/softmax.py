@@ -12,6 +12,7 @@ from typing import Callable
 
 from llvmlite import ir
 
+from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (F32, I32, const_i64, entry_alloca, lanes_f32, load_f32, splat,
                                          splat_value, store_f32, for_range)
@@ -121,7 +122,7 @@ def axis_view(spec: KernelSpec, agree: Agreements) -> tuple[Dim, Dim, Dim]:
         raise ValueError(f"{what}: expects 1 input and 1 output")
     x, y = spec.inputs[0], spec.outputs[0]
     if x.dtype != DType.f32 or y.dtype != DType.f32:
-        raise ValueError(f"{what}: only f32 is supported, got {x} -> {y}")
+        raise CompileError(f"{what}: only f32 is supported, got {x} -> {y}")
     if x.rank != y.rank:
         raise ValueError(f"{what}: output {y} differs from input {x}")
     for axis, (dx, dy) in enumerate(zip(x.shape, y.shape)):

@@ -25,6 +25,7 @@ from iree_py.frontends.onnx_strings import check_string_inputs, check_string_res
 from iree_py.frontends.onnx_symbolic import InputSymbols, pick_symbolic_converter
 from iree_py.ir.build import NameTable, fold_or_append, make_node
 from iree_py.ir.graph import Graph, Value
+from iree_py.ir.symbols import SymbolicDimError
 from iree_py.ir.types import DType, SequenceType, TensorType, is_sequence
 from iree_py.ir.verifier import verify
 
@@ -262,7 +263,11 @@ def convert_nodes(ctx: OnnxContext, nodes: Iterable[onnx.NodeProto], prefix: str
         ctx.node = n
         ctx.node_name = n.name or f"{prefix}{n.op_type}_{index}"
         with reported_as_internal(f"at {ctx.where()}"):  # a bug: say where (the node), not just what
-            _convert_node(ctx, n)
+            try:
+                _convert_node(ctx, n)
+            except SymbolicDimError as e:  # a converter or rule written for static shapes
+                raise ctx.error(f"{e}: this case of {n.op_type} needs static dims; give the symbolic dims "
+                                f"values (compile --dim NAME=VALUE)") from None
 
 
 def _convert_node(ctx: OnnxContext, n: onnx.NodeProto) -> None:

@@ -343,6 +343,8 @@ softmax = _softmax_like("Softmax")
 
 def concat(ctx: "OnnxContext") -> list[Value]:
     values = ctx.inputs()
+    if not values:
+        raise ctx.error("Concat needs at least one input")
     axis = _axis(ctx, int(ctx.attr("axis", 1 if ctx.opset < 4 else 0)), values[0].type.rank)
     if len(values) == 1:
         return values

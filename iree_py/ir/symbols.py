@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Callable, NoReturn, Union
 
 Atom = Union[str, "Call"]
 Monomial = tuple[Atom, ...]            # sorted by `_atom_key`; () is the constant term
@@ -40,6 +40,8 @@ class Expr:
     def of(x: "int | str | Expr") -> "Expr":
         if isinstance(x, Expr):
             return x
+        if isinstance(x, float):
+            raise SymbolicDimError(f"a symbolic dim is used in float arithmetic (with {x!r})")
         if isinstance(x, bool) or not isinstance(x, (int, str)):
             raise TypeError(f"a dim is an int, a symbol name or an Expr, not {x!r}")
         return _make({(): x} if isinstance(x, int) else {(x,): 1})
@@ -110,6 +112,18 @@ class Expr:
 
     def __repr__(self) -> str:
         return f"Expr({_text(self)})"
+
+    # --- what a symbolic dim is not: code written for numbers gets a SymbolicDimError ------------
+    def _not_a_number(self, *_: object) -> "NoReturn":
+        raise SymbolicDimError(f"the symbolic dim {_text(self)} is used where a number is needed")
+
+    __int__ = __index__ = __float__ = __mod__ = __rmod__ = __truediv__ = __rtruediv__ = _not_a_number
+    __lt__ = __le__ = __gt__ = __ge__ = _not_a_number
+
+
+class SymbolicDimError(TypeError):
+    """A symbolic dim reached code that needs a number (a shape rule or converter written for
+    static shapes): the frontends report it as what the op cannot do with symbolic dims."""
 
 
 def _make(terms: dict[Monomial, int]) -> Expr:

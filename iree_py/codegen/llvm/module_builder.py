@@ -12,6 +12,7 @@ from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.errors import CompileError
+from iree_py.ir.symbols import SymbolicDimError
 from iree_py.codegen.llvm.common import KERNEL_FN_TYPE, NO_BUILTINS_ATTR
 from iree_py.codegen.llvm.dispatch_guard import add_dispatch_guard, body_name
 from iree_py.codegen.llvm.dynamic import DYNAMIC_BUILDERS, is_dynamic
@@ -167,6 +168,9 @@ def kernel_irs(specs: list[KernelSpec], target: Target) -> list[KernelIR]:
             irs.append(kernel_ir(spec, target))
         except CompileError as e:  # what the kernel cannot do (symbolic channels, a dtype): name its nodes
             raise CompileError(f"{where}: {e}") from None
+        except SymbolicDimError as e:  # a builder written for static shapes
+            raise CompileError(f"{where}: {e}: this kernel needs static dims; give the symbolic dims values "
+                               f"(compile --dim NAME=VALUE)") from None
         except Exception as e:  # a bug (or a bad spec from a caller): the compiler reports where
             e.add_note(f"while generating {where}")
             raise

@@ -46,7 +46,7 @@ def _check_io(spec: KernelSpec, out_dtype: DType) -> None:
         raise ValueError(f"{what}: expects 1 input and 1 output")
     x, y = spec.inputs[0], spec.outputs[0]
     if x.dtype != DType.f32 or y.dtype != out_dtype:
-        raise ValueError(f"{what}: wants f32 input and {out_dtype.name} output, got {x} -> {y}")
+        raise CompileError(f"{what}: wants f32 input and {out_dtype.name} output, got {x} -> {y}")
     if x.rank < 3 or x.rank != y.rank:
         raise ValueError(f"{what}: input {x} and output {y} must be [N, C, ...] of one rank")
     if dim(x.shape[0]) != dim(y.shape[0]) or dim(x.shape[1]) != dim(y.shape[1]):

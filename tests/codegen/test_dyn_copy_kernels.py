@@ -1,5 +1,6 @@
 """The data-movement kernels on symbolic dims (iree_py/codegen/llvm/dynamic/: transpose, slice,
-expand, concat, gather, pad, cumsum/cumprod, argmax/argmin, bitcast): each spec is built once and run at
+expand, concat, pad, cumsum/cumprod, argmax/argmin, bitcast; gather and gather_elements, whose one
+builder is codegen/llvm/gather.py): each spec is built once and run at
 several sizes (a 1 and a 0 among them) through the jit harness, compared exactly with numpy.
 Sizes that break a kernel's precondition make the kernel fail (it returns an error) instead of
 touching memory."""
@@ -132,6 +133,17 @@ case(KernelSpec("gather_axis1", "gather", (t(DType.f32, N, M), t(DType.i64, A)),
 case(KernelSpec("gather_axis0", "gather", (t(DType.i32, N, 4), t(DType.i32, A, 2)), (t(DType.i32, A, 2, 4),),
                 {"axis": 0}),
      lambda a, s: numpy_gather(a[0], a[1], 0), [{"n": 5, "a": 3}, {"n": 1, "a": 1}, {"n": 0, "a": 2}, {"n": 4, "a": 0}])
+# gather_elements: along a symbolic axis 0 of i64 data [n, m] with indices [a, m]; along axis 1 with
+# indices [a, b] of data [n, m], which needs a <= n (the kernel checks it: a = 3 > n = 2 fails)
+case(KernelSpec("gather_elements_axis0", "gather_elements", (t(DType.i64, N, M), t(DType.i64, A, M)),
+                (t(DType.i64, A, M),), {"axis": 0}),
+     lambda a, s: np.take_along_axis(a[0], a[1], axis=0),
+     [{"n": 3, "m": 4, "a": 5}, {"n": 1, "m": 1, "a": 1}, {"n": 2, "m": 0, "a": 3}, {"n": 4, "m": 2, "a": 0}])
+case(KernelSpec("gather_elements_axis1", "gather_elements", (t(DType.f32, N, M), t(DType.i32, A, B)),
+                (t(DType.f32, A, B),), {"axis": 1}),
+     lambda a, s: np.take_along_axis(a[0][:a[1].shape[0]], a[1].astype(np.int64), axis=1),
+     [{"n": 3, "m": 4, "a": 2, "b": 6}, {"n": 2, "m": 1, "a": 2, "b": 1}, {"n": 5, "m": 3, "a": 0, "b": 2}],
+     [{"n": 2, "m": 3, "a": 3, "b": 1}])
 # pad: constant (with crops; f32 and i16), reflect and edge
 PAD_CROP = [1, -1, 2, 2]
 for dt in (DType.f32, DType.i16):
@@ -176,6 +188,10 @@ def inputs_for(spec: KernelSpec, symbols: dict[str, int]) -> list[np.ndarray]:
             axis_size = shape_of(spec.inputs[0], symbols)[spec.attrs["axis"]]
             arrays.append(RNG.integers(-axis_size - 2, axis_size + 2, size=shape, endpoint=True)
                           .astype(tensor.dtype.numpy))
+        elif spec.kind == "gather_elements" and tensor is spec.inputs[1]:  # in range, negative ones too
+            axis_size = shape_of(spec.inputs[0], symbols)[spec.attrs["axis"]]
+            arrays.append(RNG.integers(-axis_size, max(axis_size, 1), size=shape).astype(tensor.dtype.numpy)
+                          if axis_size else np.zeros(shape, tensor.dtype.numpy))
         elif spec.kind in ("argmax", "argmin", "cumprod"):
             arrays.append(RNG.integers(-3, 3, size=shape, endpoint=True).astype(tensor.dtype.numpy))
         else:

@@ -17,7 +17,7 @@ from typing import Callable
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import ALIGN, begin_kernel, const_i64, element_ptr, for_range, lanes_f32
+from iree_py.codegen.llvm.common import ALIGN, begin_kernel, const_i64, element_ptr, for_range, lanes_f32, strides_of
 from iree_py.codegen.llvm.copy_common import element_type, emit_contiguous_copy
 from iree_py.codegen.llvm.index_common import check_indexing, elements_offset, tuple_offset
 from iree_py.ir import indexing_ops
@@ -90,7 +90,8 @@ def build_scatter_elements(spec: KernelSpec, module: ir.Module, target) -> Kerne
     axis = int(spec.attrs["axis"])
 
     def destination(b: ir.IRBuilder, row: ir.Value, idx_ptr: ir.Value) -> tuple[ir.Value, ir.Value]:
-        return elements_offset(b, row, idx_ptr, ity, data, indices, axis)
+        return elements_offset(b, row, idx_ptr, ity, const_i64(data[axis]), [const_i64(d) for d in indices],
+                               [const_i64(s) for s in strides_of(data)], axis)
 
     return _build_rows(spec, module, target, math.prod(indices), 1, destination)
 

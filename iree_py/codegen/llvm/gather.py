@@ -1,8 +1,9 @@
 """The "gather", "gather_elements" and "gather_nd" kernels: bindings data, indices, output.
 
 Each walks its output as rows of `chunk` contiguous elements; a row reads one run-time index (or
-one index tuple), wraps negative values and copies the matching contiguous run of data. A row whose
-index lies outside its axis is filled with zeros: the kernel never reads outside `data`.
+one index tuple), wraps negative values and copies the matching contiguous run of data. An index
+still outside its axis fails the dispatch with STATUS_INDEX_OUT_OF_RANGE (codegen/kernel_abi.py)
+before anything is read from `data`, as onnxruntime fails the call.
 
   gather           axis: out[a, i, c] = data[a, idx[i], c]          (a: dims before axis, c: after)
   gather_elements  axis: out[p] = data[p with p[axis] = idx[p]]     (one element per row)
@@ -21,7 +22,8 @@ from typing import Callable
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import ALIGN, const_i64, element_ptr, for_range, lanes_f32, min_index
+from iree_py.codegen.kernel_abi import STATUS_INDEX_OUT_OF_RANGE
+from iree_py.codegen.llvm.common import const_i64, for_range, lanes_f32, min_index, return_unless
 from iree_py.codegen.llvm.copy_common import element_type, emit_contiguous_copy
 from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
 from iree_py.codegen.llvm.dynamic.copy_common import copy_run, fail_unless, product, row_grid
@@ -61,17 +63,12 @@ def _build_rows(dk: DynamicKernel, target: Target, rows: Dim, chunk: Dim, source
     if not (isinstance(chunk, int) and chunk == 0):
         with for_range(b, row_start, row_stop, name="row") as row:
             src_off, in_range = source(b, row, indices)
+            return_unless(b, in_range, STATUS_INDEX_OUT_OF_RANGE, "index")
             dst_off = b.mul(row, chunk_v)
-            with b.if_else(in_range) as (copy, zero):
-                with copy:
-                    if isinstance(chunk, int):
-                        emit_contiguous_copy(b, out, dst_off, data, src_off, chunk, elem, lanes_f32(target))
-                    else:
-                        copy_run(b, out, dst_off, data, src_off, chunk_v, elem)
-                with zero:
-                    with for_range(b, 0, chunk_v, name="z") as j:
-                        b.store(ir.Constant(elem, 0), element_ptr(b, out, b.add(dst_off, j), elem),
-                                align=min(ALIGN, elem.width // 8))
+            if isinstance(chunk, int):
+                emit_contiguous_copy(b, out, dst_off, data, src_off, chunk, elem, lanes_f32(target))
+            else:
+                copy_run(b, out, dst_off, data, src_off, chunk_v, elem)
     dk.finish()
     return dk.info(workgroup_count=(groups, 1, 1))
 

@@ -29,6 +29,7 @@ STATUS_OK = 0
 STATUS_DISPATCH_REFUSED = 1
 STATUS_STRINGS_MALFORMED = 2
 STATUS_INDEX_OUT_OF_RANGE = 3
+STATUS_UNSUPPORTED_VALUE = 4
 
 KERNEL_STATUSES: tuple[KernelStatus, ...] = (
     KernelStatus(STATUS_OK, "OK", "the kernel ran to the end"),
@@ -39,6 +40,9 @@ KERNEL_STATUSES: tuple[KernelStatus, ...] = (
     KernelStatus(STATUS_STRINGS_MALFORMED, "STRINGS_MALFORMED", "a packed string tensor's offsets do not fit its buffer"),
     # Gather, GatherElements, GatherND, ScatterElements, ScatterND, RoiAlign's batch indices
     KernelStatus(STATUS_INDEX_OUT_OF_RANGE, "INDEX_OUT_OF_RANGE", "an index is outside the range of its axis"),
+    # Unique's data with a NaN (no order to sort it in), a RoiAlign roi whose sample count is not finite
+    KernelStatus(STATUS_UNSUPPORTED_VALUE, "UNSUPPORTED_VALUE", "an input holds a value this kernel cannot compute "
+                                                               "with (a NaN to sort, a non-finite size)"),
 )
 
 

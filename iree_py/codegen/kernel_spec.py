@@ -195,6 +195,7 @@ class KernelSpec:
     attrs: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     epilogue: tuple[EpilogueOp, ...] = ()
     source_nodes: tuple[str, ...] = ()  # source-model node names, for debug info
+    source_ops: tuple[str, ...] = ()    # the IR op of each source node (same order; () if not known)
 
 
 @dataclass(frozen=True)

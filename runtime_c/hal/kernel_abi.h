@@ -47,7 +47,8 @@ typedef int32_t (*irp_kernel_fn_t)(const irp_dispatch_state_t* dispatch_state,
   X(1, DISPATCH_REFUSED,                                                                           \
     "the kernel refused its dispatch (grid, bindings or run-time dims other than it was built for)") \
   X(2, STRINGS_MALFORMED, "a packed string tensor's offsets do not fit its buffer")               \
-  X(3, INDEX_OUT_OF_RANGE, "an index is outside the range of its axis")
+  X(3, INDEX_OUT_OF_RANGE, "an index is outside the range of its axis")                           \
+  X(4, UNSUPPORTED_VALUE, "an input holds a value this kernel cannot compute with (a NaN to sort, a non-finite size)")
 
 #define IRP_KERNEL_STATUS_ENUMERATOR_(code, name, meaning) IRP_KERNEL_STATUS_##name = (code),
 typedef enum irp_kernel_status_t { IRP_KERNEL_STATUSES(IRP_KERNEL_STATUS_ENUMERATOR_) } irp_kernel_status_t;

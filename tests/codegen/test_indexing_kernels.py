@@ -105,7 +105,7 @@ OUT_OF_RANGE_CASES = [
 
 
 @pytest.mark.parametrize("case", OUT_OF_RANGE_CASES, ids=[f"{c[0]} {c[1]}" for c in OUT_OF_RANGE_CASES])
-def test_an_index_out_of_range_fails_the_kernel(case) -> None:
+def test_an_index_out_of_range_fails_the_kernel(case: tuple[str, str, list[np.ndarray], dict]) -> None:
     kind, _, ins, attrs = case
     refs = {"gather": indexing_ops.gather_rule, "gather_elements": indexing_ops.gather_elements_rule,
             "gather_nd": indexing_ops.gather_nd_rule, "scatter_elements": indexing_ops.scatter_elements_rule,

@@ -17,6 +17,7 @@ from onnx import TensorProto, helper
 
 import iree_py
 from harness import run_onnxruntime
+from iree_py.runtime.module import LoadedModule
 
 # where each target runs: its devices under test
 DEVICES = {"host": ["local"], "arm64": ["qemu"], "cortex-m4": ["qemu-user", "qemu"]}
@@ -29,12 +30,12 @@ class Case:
     data: tuple[int | str, ...]           # a str: a symbolic dim (dim_param)
     indices: tuple[int, ...]
     attrs: tuple[tuple[str, int], ...]
-    good: tuple                           # indices inside the axis, negative ones too (nested lists)
-    bad: tuple[tuple, ...]                # one index too big, one below -dim
+    good: tuple[list, ...]                # indices inside the axis, negative ones too (nested lists)
+    bad: tuple[list, ...]                 # one index too big, one below -dim
     # symbolic: the checked axis at the size of the static case (good and bad run there), then smaller,
     # where `small_good` is inside and the first of `good` is not
     sizes: tuple[int, ...] = ()
-    small_good: tuple = ()
+    small_good: tuple[list, ...] = ()
 
     @property
     def node(self) -> str:
@@ -59,7 +60,7 @@ class Case:
             return self.indices
         return (*self.indices[:-1], *self.data[self.indices[-1]:])  # ScatterND
 
-    def inputs(self, indices, size: int | None = None) -> list[np.ndarray]:
+    def inputs(self, indices: list, size: int | None = None) -> list[np.ndarray]:
         shape = tuple(size if isinstance(d, str) else d for d in self.data)
         data = np.arange(1, 1 + int(np.prod(shape)), dtype=np.float32).reshape(shape)
         arrays = [data, np.array(indices, np.int64)]
@@ -116,7 +117,7 @@ def test_index_out_of_range_names_the_node(case: str, target: str, device: str) 
             module.main.call(*c.inputs(c.good[0], size))
 
 
-def _same_as_onnxruntime(module, c: Case, inputs: list[np.ndarray]) -> None:
+def _same_as_onnxruntime(module: LoadedModule, c: Case, inputs: list[np.ndarray]) -> None:
     (got,) = module.main.call(*inputs)
     np.testing.assert_array_equal(got, run_onnxruntime(c.model(), inputs)[0])
 

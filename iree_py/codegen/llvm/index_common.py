@@ -3,8 +3,9 @@ walking from an index (or index tuple) to the element offset it names.
 
 An index is i32 or i64 (sign-extended to i64). A negative index counts from the end of its axis;
 `wrap_index` also says whether the result lies inside the axis; the kernels fail the dispatch with
-STATUS_INDEX_OUT_OF_RANGE for one that does not, before they touch memory (docs/ir.md, "Indexing ops"). The walks shared by gather and scatter:
-`elements_offset` (GatherElements / ScatterElements) and `tuple_offset` (GatherND / ScatterND).
+STATUS_INDEX_OUT_OF_RANGE for one that does not, before they touch memory (docs/ir.md, "Indexing
+ops"). The walks shared by gather and scatter: `elements_offset` (GatherElements / ScatterElements)
+and `tuple_offset` (GatherND / ScatterND).
 Dims given as i64 values may be constants or computed from push constants (`DynamicKernel.dim`).
 """
 from __future__ import annotations

@@ -153,8 +153,10 @@ def deduplicate(specs: list[KernelSpec]) -> tuple[list[KernelSpec], list[int]]:
             kept.append(spec)
         else:
             first = kept[unique[key]]
-            kept[unique[key]] = dataclasses.replace(
-                first, source_nodes=tuple(dict.fromkeys(first.source_nodes + spec.source_nodes)))
+            ops = dict(zip(spec.source_nodes, spec.source_ops)) | dict(zip(first.source_nodes, first.source_ops))
+            nodes = tuple(dict.fromkeys(first.source_nodes + spec.source_nodes))
+            kept[unique[key]] = dataclasses.replace(first, source_nodes=nodes,
+                                                    source_ops=tuple(ops.get(n, "") for n in nodes))
         entry_of.append(unique[key])
     return kept, entry_of
 
@@ -211,6 +213,7 @@ def build_module(graph: Graph, target: Target, specs: list[KernelSpec], blob: Ex
                     for k, offset in zip(blob.kernels, offsets)]
     executable = mod.Executable(blob.arch, entry_points, blob.code, blob.format)
     buffers = [mod.PlannedBuffer(s.name, s.offset, s.size) for s in plan.storages if not s.pool]
-    debug = [mod.EntryPointDebug(0, i, list(s.source_nodes)) for i, s in enumerate(specs)] if debug_info else None
+    debug = [mod.EntryPointDebug(0, i, list(s.source_nodes), list(s.source_ops)) for i, s in enumerate(specs)] \
+        if debug_info else None
     return mod.Module(graph.name or "main", [function], constants, [executable],
                       mod.MemoryPlan(arena_size, buffers), debug, messages=program.messages)

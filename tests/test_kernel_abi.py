@@ -1,5 +1,6 @@
 """The Python mirror of runtime_c/hal/kernel_abi.h agrees with the C header: on the 64-bit host,
-on aarch64, riscv64 and 32-bit ARM (cross compilers + qemu-user, installed by scripts/setup.sh)."""
+on aarch64, riscv64 and 32-bit ARM (cross compilers + qemu-user, installed by scripts/setup.sh);
+the kernel status table (codes, names, meanings) on the host."""
 from __future__ import annotations
 
 import ctypes
@@ -31,6 +32,8 @@ int main(void) {
   F(irp_kernel_library_t, abi_version) F(irp_kernel_library_t, entry_count)
   F(irp_kernel_library_t, entry_names) F(irp_kernel_library_t, entries) S(irp_kernel_library_t)
   printf("symbol %s\n", IRP_KERNEL_LIBRARY_QUERY_SYMBOL);
+#define STATUS(code, name, meaning) printf("status %d %s %s %d\n", code, #name, meaning, IRP_KERNEL_STATUS_##name);
+  IRP_KERNEL_STATUSES(STATUS)
   return 0;
 }
 """
@@ -39,6 +42,7 @@ int main(void) {
 def _expected(pointer_bits: int) -> set[str]:
     lines = {f"version {kernel_abi.KERNEL_ABI_VERSION}", f"pointer_bits {pointer_bits}",
              f"symbol {kernel_abi.LIBRARY_QUERY_SYMBOL}"}
+    lines |= {f"status {s.code} {s.name} {s.meaning} {s.code}" for s in kernel_abi.KERNEL_STATUSES}
     for layout in (dispatch_state_layout(pointer_bits), workgroup_state_layout(pointer_bits),
                    kernel_library_layout(pointer_bits)):
         lines |= {f"{layout.name} {field} {offset}" for field, offset in layout.offsets.items()}
@@ -83,6 +87,17 @@ def test_ctypes_mirror_matches_layout() -> None:
     assert ctypes.sizeof(kernel_abi.KernelLibrary) == library.size
     for field, offset in library.offsets.items():
         assert getattr(kernel_abi.KernelLibrary, field).offset == offset, field
+
+
+def test_status_table_is_well_formed() -> None:
+    """Codes are distinct and 0 is success (the runtime treats any other value as a failure); the
+    STATUS_ constants are the table's codes."""
+    codes = [s.code for s in kernel_abi.KERNEL_STATUSES]
+    assert codes == sorted(set(codes)) and codes[0] == kernel_abi.STATUS_OK == 0
+    named = {s.name: s.code for s in kernel_abi.KERNEL_STATUSES}
+    assert named == {name.removeprefix("STATUS_"): getattr(kernel_abi, name)
+                     for name in dir(kernel_abi) if name.startswith("STATUS_")}
+    assert kernel_abi.kernel_status(3).name == "INDEX_OUT_OF_RANGE" and kernel_abi.kernel_status(99) is None
 
 
 def test_32bit_layout_is_smaller() -> None:

@@ -129,8 +129,20 @@ def _attrs(node: Node) -> tuple[tuple[str, float], ...]:
     return tuple((name, float(node.attrs[name])) for name in EXPR_UNARY_OPS.get(node.op, ()))
 
 
+def _sources(node: Node) -> dict[str, str]:
+    """Source node name -> the IR op of its first node in the region (Gemm -> MatMul + Add: one name)."""
+    sources: dict[str, str] = {}
+    for n in (node, *node.fused):
+        sources.setdefault(n.name, n.op)
+    return sources
+
+
 def _source_nodes(node: Node) -> tuple[str, ...]:
-    return tuple(dict.fromkeys([node.name, *(f.name for f in node.fused)]))  # Gemm -> MatMul + Add: one name
+    return tuple(_sources(node))
+
+
+def _source_ops(node: Node) -> tuple[str, ...]:
+    return tuple(_sources(node).values())
 
 
 def _unsupported(node: Node, why: str) -> CompileError:
@@ -165,7 +177,7 @@ def _epilogue_spec(node: Node, name: str, kind: str, attrs: dict, defined: set[i
                                        operand_first=first))
         running = f.outputs[0]
     spec = KernelSpec(name, kind, tuple(v.type for v in inputs), (out_type,), attrs, tuple(epilogue),
-                      _source_nodes(node))
+                      _source_nodes(node), _source_ops(node))
     return Dispatch(node, spec, inputs, list(node.outputs))
 
 
@@ -214,7 +226,7 @@ def _elementwise_spec(node: Node, name: str, defined: set[int]) -> Dispatch:
         produced[id(result)] = len(steps) - 1
     out = node.outputs[0]
     spec = KernelSpec(name, "elementwise", tuple(v.type for v in inputs), (out.type,), {"expr": Expr(tuple(steps))},
-                      (), _source_nodes(node))
+                      (), _source_nodes(node), _source_ops(node))
     return Dispatch(node, spec, inputs, [out])
 
 
@@ -242,7 +254,7 @@ def _integer_spec(node: Node, name: str) -> Dispatch:
         operands.append("w_zero_point")
     attrs["operands"] = tuple(operands)
     spec = KernelSpec(name, kind, tuple(v.type for v in inputs), (node.outputs[0].type,), attrs, (),
-                      _source_nodes(node))
+                      _source_nodes(node), _source_ops(node))
     return Dispatch(node, spec, inputs, list(node.outputs))
 
 
@@ -292,7 +304,7 @@ def dispatch_for(node: Node, name: str, defined: set[int], target: Target | None
         raise _unsupported(node, "ops were fused into a kernel that takes no epilogue")
     inputs = [v for v in node.inputs if v is not None]
     spec = KernelSpec(name, kind, tuple(v.type for v in inputs), tuple(v.type for v in node.outputs), attrs, (),
-                      _source_nodes(node))
+                      _source_nodes(node), _source_ops(node))
     dispatch = Dispatch(node, spec, inputs, list(node.outputs))
     if node.op == "QConv" and target is not None:
         return choose_qconv_kernel(dispatch, target)

@@ -2,7 +2,10 @@
 
 Kernel builders read the dispatch state through the offsets here (they depend on the target's
 pointer size); the test harness (codegen/llvm/jit.py) fills the ctypes structs for this host.
-tests/test_kernel_abi.py compiles a C program against the header and checks that both agree.
+KERNEL_STATUSES is the one table of what a kernel may return: builders return its codes, the C
+runtime adds the meaning to a failed dispatch's message, and the Python runtime names the failed
+node with it (iree_py/runtime/kernel_failures.py). tests/test_kernel_abi.py compiles a C program
+against the header and checks that both agree, layouts and statuses.
 """
 from __future__ import annotations
 
@@ -11,6 +14,41 @@ from dataclasses import dataclass
 
 KERNEL_ABI_VERSION = 1
 LIBRARY_QUERY_SYMBOL = "irp_kernel_library_query"
+
+
+@dataclass(frozen=True)
+class KernelStatus:
+    """A value a kernel entry point returns: kernel_abi.h's IRP_KERNEL_STATUS_<name> = code."""
+
+    code: int
+    name: str
+    meaning: str  # what went wrong, as the user reads it after "node 'X' (op Y): "
+
+
+STATUS_OK = 0
+STATUS_DISPATCH_REFUSED = 1
+STATUS_STRINGS_MALFORMED = 2
+STATUS_INDEX_OUT_OF_RANGE = 3
+STATUS_UNSUPPORTED_VALUE = 4
+
+KERNEL_STATUSES: tuple[KernelStatus, ...] = (
+    KernelStatus(STATUS_OK, "OK", "the kernel ran to the end"),
+    # the dispatch guard (codegen/llvm/dispatch_guard.py), and a symbolic kernel whose run-time
+    # dims disagree with each other or with what it can do (dynamic/copy_common.py fail_unless)
+    KernelStatus(STATUS_DISPATCH_REFUSED, "DISPATCH_REFUSED",
+                 "the kernel refused its dispatch (grid, bindings or run-time dims other than it was built for)"),
+    KernelStatus(STATUS_STRINGS_MALFORMED, "STRINGS_MALFORMED", "a packed string tensor's offsets do not fit its buffer"),
+    # Gather, GatherElements, GatherND, ScatterElements, ScatterND, RoiAlign's batch indices
+    KernelStatus(STATUS_INDEX_OUT_OF_RANGE, "INDEX_OUT_OF_RANGE", "an index is outside the range of its axis"),
+    # Unique's data with a NaN (no order to sort it in), a RoiAlign roi whose sample count is not finite
+    KernelStatus(STATUS_UNSUPPORTED_VALUE, "UNSUPPORTED_VALUE", "an input holds a value this kernel cannot compute "
+                                                               "with (a NaN to sort, a non-finite size)"),
+)
+
+
+def kernel_status(code: int) -> KernelStatus | None:
+    """The table's entry for `code`; None for a code that is not in it."""
+    return next((s for s in KERNEL_STATUSES if s.code == code), None)
 
 
 @dataclass(frozen=True)

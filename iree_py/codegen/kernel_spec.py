@@ -64,10 +64,10 @@ from iree_py.ir.types import DType, TensorType
 #   gather        inputs data, indices (i32/i64); attrs axis: out[a, i, c] = data[a, idx[i], c]
 #   gather_elements inputs data, indices (same rank); attrs axis: out[p] = data[p, p[axis] = idx[p]]
 #   gather_nd     inputs data, indices [..., k]; attrs batch_dims (ONNX GatherND)
-#                 (gathers: negative indices wrap; an index still out of range reads zeros)
+#                 (gathers: negative indices wrap; an index still out of range fails the dispatch, status 3)
 #   scatter_elements inputs data, indices, updates; attrs axis, reduction (none add mul max min)
 #   scatter_nd    inputs data, indices [..., k], updates; attrs reduction (ONNX ScatterND)
-#                 (scatters: out = data, then updates applied in order; out-of-range ones skipped)
+#                 (scatters: out = data, then updates applied in order; an index out of range fails, status 3)
 #   expand        attrs shape: the input broadcast numpy-style to shape
 #   lstm/gru/rnn  inputs X[seq,batch,in], W, R, B, sequence_lens (i32), initial_h (lstm: initial_c, P): the IR
 #                 ops LSTM/GRU/RNN (docs/ir.md "Recurrent ops"), all time steps in one dispatch; attrs direction,
@@ -199,6 +199,7 @@ class KernelSpec:
     attrs: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     epilogue: tuple[EpilogueOp, ...] = ()
     source_nodes: tuple[str, ...] = ()  # source-model node names, for debug info
+    source_ops: tuple[str, ...] = ()    # the IR op of each source node (same order; () if not known)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ per tap combination, weighted sum. It follows the ONNX reference (op_grid_sample
    the conformance cases do not tell the two apart).
 3. Taps: nearest the coordinate itself (truncated), linear floor(x) + 0..1 (weights 1 - t, t),
    cubic floor(x) - 1 .. + 2 (Keys' coefficients, A = -0.75), t = x - floor(x).
-4. A tap index outside the axis reads 0 (zeros; the gather reads zeros for an index past the end),
+4. A tap index outside the axis reads 0 (zeros: it becomes dim, and the input has a zero appended
+   after the end of each spatial axis, as a GatherND fails the call on an index outside its axis),
    is clamped (border) or reflected, then truncated (reflection).
 Computed in float32, so results can differ from the float64 reference in the last bits.
 """
@@ -113,7 +114,7 @@ def _axis_taps(e: _Emitter, g: Value, dim: int, mode: str, padding: str, align: 
     for offset, weight in zip(TAP_OFFSETS[mode], weights):
         tap = base if offset == 0 else e.add(base, float(offset))
         if padding == "zeros":
-            tap = e.where(e.outside(tap, 0.0, dim - 1.0), float(dim), tap)  # past the end: the gather reads 0
+            tap = e.where(e.outside(tap, 0.0, dim - 1.0), float(dim), tap)  # past the end: the appended 0
         elif padding == "border":
             tap = e.clip(tap, 0.0, dim - 1.0)
         else:
@@ -154,6 +155,10 @@ def grid_sample(ctx: "OnnxContext") -> list[Value]:
         g = ctx.emit("Slice", [grid], {"starts": starts, "ends": ends, "steps": [1] * len(gs)})
         per_axis.append(_axis_taps(e, reshape(ctx, g, (n, *out)), dim, mode, padding, align))
     channels_last = transpose(ctx, x, [0, *range(2, 2 + spatial), 1])
+    if padding == "zeros":  # a zero after the end of each spatial axis, for the taps outside (step 4)
+        after = [0, *[1] * spatial, 0]
+        channels_last = ctx.emit("Pad", [channels_last], {"mode": "constant", "pads": [0] * len(xs) + after,
+                                                          "value": 0.0})
     total = None
     for combo in itertools.product(*per_axis):
         indices = ctx.emit("Concat", [reshape(ctx, idx, (n, *out, 1)) for idx, _ in combo], {"axis": spatial + 1})

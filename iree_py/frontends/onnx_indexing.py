@@ -13,7 +13,8 @@ at import:
                    (kept elements read themselves, the others read the zero)   (constant k)
   Compress         Gather with the constant positions of the true conditions
   ReverseSequence  GatherElements along the time axis with constant indices   (constant lengths)
-  OneHot           Gather of rows of a constant [depth, depth] table           (constant depth, values)
+  OneHot           Where(indices' == iota(depth), on, off), indices' the indices with negatives
+                   counted from depth: one outside [-depth, depth) gives off values (constant depth)
   EyeLike, Size    constants
 """
 from __future__ import annotations
@@ -276,16 +277,19 @@ def one_hot(ctx: "OnnxContext") -> list[Value]:
         hot = np.expand_dims(idx, -1) == np.arange(depth)
         result = np.moveaxis(np.where(hot, on, off).astype(values.dtype), -1, axis)
         return [ctx.const(result, out=0)]
-    if off != 0:
-        raise ctx.error(f"computed indices with off value {off}: only off value 0 is supported (an index outside "
-                        f"[-depth, depth) would give a row of zeros instead of off values)")
-    table = ctx.const(np.where(np.eye(depth, dtype=bool), on, off).astype(values.dtype), "one_hot_table")
-    last = indices.type.rank
-    y = ctx.emit("Gather", [table, _indices(ctx, 0)], {"axis": 0}, out=0 if axis == last else None)
-    if axis == last:
-        return [y]
-    perm = [*range(axis), last, *range(axis, last)]
-    return [ctx.emit("Transpose", [y], {"perm": perm}, out=0)]
+    # Not a Gather of table rows: an index outside [-depth, depth) must give off values (ONNX), where a
+    # Gather fails the call (as onnxruntime's does)
+    index = _indices(ctx, 0)
+    if index.type.dtype != DType.i64:
+        index = ctx.emit("Cast", [index], {"to": DType.i64.value})
+    zero, size = ctx.const(np.array(0, np.int64), "zero"), ctx.const(np.array(depth, np.int64), "depth")
+    index = ctx.emit("Where", [ctx.emit("Less", [index, zero]), ctx.emit("Add", [index, size]), index])
+    dims = _shape(indices)
+    index = ctx.emit("Reshape", [index], {"shape": dim_list((*dims[:axis], 1, *dims[axis:]))})
+    iota = np.arange(depth, dtype=np.int64).reshape([depth if k == axis else 1 for k in range(len(dims) + 1)])
+    hot = ctx.emit("Equal", [index, ctx.const(iota, "one_hot_positions")])
+    return [ctx.emit("Where", [hot, ctx.const(np.array(on, values.dtype), "on"),
+                               ctx.const(np.array(off, values.dtype), "off")], out=0)]
 
 
 def eye_like(ctx: "OnnxContext") -> list[Value]:

@@ -233,7 +233,7 @@ def _pad_params(ctx: "OnnxContext", rank: int) -> tuple[Value, Value, list[int] 
 
 def _pad_index(ctx: "OnnxContext", mode: str, s: Value, kept: Value, lo: Value, size: Value) -> tuple[Value, Value]:
     """(index into the uncropped input, inside?) for the source positions s counted from the cropped
-    start; an index of `size` (outside: the gather reads zeros) where nothing may be read."""
+    start; an index of `size` where nothing may be read: the zero _rt_pad appends to each axis."""
     zero, one = _i64(ctx, 0, "zero"), _i64(ctx, 1, "one")
     inside = ctx.emit("And", [ctx.emit("Less", [s, kept]), ctx.emit("Not", [ctx.emit("Less", [s, zero])])])
     if mode == "constant":
@@ -274,8 +274,14 @@ def _rt_pad(ctx: "OnnxContext") -> list[Value] | None:
     out_dims = runtime_symbols(ctx, counts, "Pad output dim")
     lo = ctx.emit("Max", [ctx.emit("Neg", [begin]), zero])
     kept = ctx.emit("Sub", [ctx.emit("Sub", [size, lo]), ctx.emit("Max", [ctx.emit("Neg", [end]), zero])])
-    y, mask = x, None
-    for axis in range(rank) if padded is None else sorted(set(padded)):
+    axes = list(range(rank)) if padded is None else sorted(set(padded))
+    # A zero after the end of each gathered axis, read where nothing of x may be (index `size`): a
+    # Gather fails the call on an index outside its axis.
+    after = [1 if a in axes else 0 for a in range(rank)]
+    y = ctx.emit("Pad", [x], {"mode": "constant", "pads": [0] * rank + after,
+                              "value": 0 if x.type.dtype.numpy.kind in "iub" else 0.0})
+    mask = None
+    for axis in axes:
         def at(v: Value) -> Value:
             return ctx.emit("Slice", [v], {"starts": [axis], "ends": [axis + 1], "steps": [1]})
         s = ctx.emit("Sub", [ctx.emit("Sub", [_iota(ctx, out_dims[axis]), at(begin)]), at(lo)])
@@ -289,7 +295,7 @@ def _rt_pad(ctx: "OnnxContext") -> list[Value] | None:
     if mode == "constant" and ctx.has_input(2) and mask is not None:
         value = ctx.input(2)
         if value.is_const and not np.any(np.asarray(value.const)):
-            mask = None  # the gather already reads zeros in the padding
+            mask = None  # the gathers already read the appended zeros in the padding
         else:
             if value.type.dtype != x.type.dtype:
                 value = ctx.emit("Cast", [value], {"to": x.type.dtype.value})

@@ -171,7 +171,8 @@ def runtime_max_unpool(static: Callable[["OnnxContext"], list[Value]]) -> Callab
     """MaxUnpool: `static` unless output_shape is given at run time. Then, as the ONNX reference does,
     X is scattered to the flat indices I of the inferred shape (the static path) and the result is
     zero-padded at the end of each axis up to output_shape: per axis a Gather whose index is
-    min(o, inferred) (index `inferred` reads zeros). An output_shape below the inferred shape on some
+    min(o, inferred) of the result with one zero appended to each axis (index `inferred` reads it; a
+    Gather fails the call on an index outside its axis). An output_shape below the inferred shape on some
     axis makes that size -1 when read, which the run-time dim checks reject."""
     def convert(ctx: "OnnxContext") -> list[Value]:
         if not ctx.has_input(2) or ctx.input(2).is_const:
@@ -188,7 +189,8 @@ def runtime_max_unpool(static: Callable[["OnnxContext"], list[Value]]) -> Callab
         fits = ctx.emit("Not", [ctx.emit("Less", [sizes, ctx.const(np.array(dims, i64), "inferred_shape")])])
         sizes = ctx.emit("Where", [fits, sizes, ctx.const(np.array(-1, i64), "too_small")])
         out_dims = runtime_symbols(ctx, sizes, "MaxUnpool output_shape")
-        y = inferred
+        y = ctx.emit("Pad", [inferred], {"mode": "constant", "pads": [0] * rank + [1] * rank,
+                                         "value": 0 if x.type.dtype.numpy.kind in "iub" else 0.0})
         for axis, (d, n) in enumerate(zip(dims, out_dims)):
             index = ctx.emit("Min", [iota(ctx, n, DType.i64), ctx.const(np.array(d, i64), f"inferred_{axis}")])
             y = ctx.emit("Gather", [y, index], {"axis": axis})

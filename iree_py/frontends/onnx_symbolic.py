@@ -407,7 +407,15 @@ def _gather(ctx: "OnnxContext") -> list[Value] | None:
         raise ctx.error(f"gathers from a shape computed from symbolic dims with the run-time indices "
                         f"'{indices.name}'; only constant indices are supported")
     axis = int(ctx.attr("axis", 0))
-    taken = np.take(elements(ctx, data), np.asarray(indices.const).astype(np.int64), axis=axis)
+    known = elements(ctx, data)
+    index = np.asarray(indices.const).astype(np.int64)
+    if not -known.ndim <= axis < known.ndim:
+        raise ctx.bad_attr("axis", axis, f"out of range for '{data.name}' of rank {known.ndim}")
+    size = known.shape[axis]
+    if ((index < -size) | (index >= size)).any():  # known at import: refused here, not left to run time
+        raise ctx.error(f"indices {index.tolist()} into '{data.name}' (computed from symbolic dims) are outside the "
+                        f"range [{-size}, {size - 1}] of axis {axis}")
+    taken = np.take(known, index, axis=axis)
     return [known_result(ctx, taken, data.type.dtype)]
 
 

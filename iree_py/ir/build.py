@@ -6,6 +6,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from iree_py.ir.graph import Graph, Node, Value
+from iree_py.ir.indexing_ops import IndexOutOfRange
 from iree_py.ir.ops import infer_types
 from iree_py.ir.reference import KERNELS
 from iree_py.ir.symbols import Expr
@@ -67,11 +68,15 @@ def has_symbolic_attrs(node: Node) -> bool:
 
 def fold_or_append(node: Node, nodes: list[Node]) -> Value:
     """The frontends' last step for a new node: when every input is a constant, its (first) result
-    evaluated now by the reference kernel, as a constant; otherwise the node appended to `nodes`
-    and its first result."""
+    evaluated now by the reference kernel, as a constant; otherwise (also for constant indices
+    outside their axis) the node appended to `nodes` and its first result."""
     result = node.outputs[0]
     if all(v.is_const for v in node.inputs) and not has_symbolic_attrs(node):
-        array = KERNELS[node.op]([v.const for v in node.inputs], node.attrs)
+        try:
+            array = KERNELS[node.op]([v.const for v in node.inputs], node.attrs)
+        except IndexOutOfRange:  # left to run time, which fails the call if the node runs at all
+            nodes.append(node)
+            return result
         return Value(result.name, result.type, const=np.asarray(array, dtype=result.type.dtype.numpy))
     nodes.append(node)
     return result

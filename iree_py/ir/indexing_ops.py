@@ -2,8 +2,9 @@
 ScatterElements, ScatterND and Expand (docs/ir.md, "Indexing ops").
 
 Index tensors are i32 or i64. A negative index counts from the end of its axis. An index still
-outside the axis after that does not fault: a gather gives zeros for the element or row it would
-have read, a scatter skips the update (the kernels never touch memory outside their bindings).
+outside the axis after that is an error, as in onnxruntime: the reference raises IndexOutOfRange,
+the kernels fail the call with kernel status INDEX_OUT_OF_RANGE (codegen/kernel_abi.py) and never
+touch memory outside their bindings.
 """
 from __future__ import annotations
 
@@ -127,46 +128,49 @@ def expand_rule(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorT
 
 # ------------------------------------------------------------------------------ reference kernels
 
-def _wrap(indices: np.ndarray, dim: int | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(indices with negatives wrapped, clipped into range; mask of the ones that were in range)."""
+class IndexOutOfRange(ValueError):
+    """An index outside its axis. Folding leaves such a node to run time (where it may never run:
+    an If branch not taken), where its kernel fails the call."""
+
+
+def _wrap(indices: np.ndarray, dim: int | np.ndarray) -> np.ndarray:
+    """Indices with negatives counted from the end of `dim`; IndexOutOfRange for one outside
+    [-dim, dim - 1] (dim: one size, or one per last axis of `indices`)."""
     idx = indices.astype(np.int64)
-    idx = np.where(idx < 0, idx + dim, idx)
-    valid = (idx >= 0) & (idx < dim)
-    return np.where(valid, idx, 0), valid
+    size = np.broadcast_to(np.asarray(dim, np.int64), idx.shape)
+    bad = (idx < -size) | (idx >= size)
+    if bad.any():
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        n = int(size[at])
+        where = ", ".join(map(str, at))
+        raise IndexOutOfRange(f"indices[{where}] = {int(idx[at])} is outside the range [{-n}, {n - 1}] of its axis")
+    return np.where(idx < 0, idx + size, idx)
 
 
 def gather(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
     data, axis = ins[0], attrs["axis"]
-    idx, valid = _wrap(ins[1], data.shape[axis])
-    out = np.take(data, idx, axis=axis) if data.shape[axis] else \
-        np.zeros((*data.shape[:axis], *idx.shape, *data.shape[axis + 1:]), data.dtype)
-    mask = valid.reshape((1,) * axis + valid.shape + (1,) * (data.ndim - axis - 1))
-    return np.where(mask, out, np.zeros((), data.dtype)).astype(data.dtype)
+    return np.take(data, _wrap(ins[1], data.shape[axis]), axis=axis)
 
 
 def gather_elements(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
     data, axis = ins[0], attrs["axis"]
     window = tuple(slice(None) if k == axis else slice(0, n) for k, n in enumerate(ins[1].shape))
-    idx, valid = _wrap(ins[1], data.shape[axis])
-    out = np.take_along_axis(data[window], idx, axis=axis)
-    return np.where(valid, out, np.zeros((), data.dtype)).astype(data.dtype)
+    return np.take_along_axis(data[window], _wrap(ins[1], data.shape[axis]), axis=axis)
 
 
 def _nd_rows(data_shape: tuple[int, ...], indices: np.ndarray, batch_dims: int):
-    """Yield (batch index, position in indices[..., :], data index tuple or None when out of range)."""
+    """Yield (batch index, position in indices[..., :], data index tuple)."""
     k = indices.shape[-1]
-    dims = data_shape[batch_dims:batch_dims + k]
+    wrapped = _wrap(indices, np.array(data_shape[batch_dims:batch_dims + k], np.int64))
     for pos in np.ndindex(*indices.shape[:-1]):
-        idx, valid = _wrap(indices[pos], np.array(dims))
-        yield pos[:batch_dims], pos, tuple(int(i) for i in idx) if valid.all() else None
+        yield pos[:batch_dims], pos, tuple(int(i) for i in wrapped[pos])
 
 
 def gather_nd(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
     data, indices, b = ins[0], ins[1], attrs["batch_dims"]
     out = np.zeros(gather_nd_shape(data.shape, indices.shape, b), data.dtype)
     for batch, pos, where in _nd_rows(data.shape, indices, b):
-        if where is not None:
-            out[pos] = data[batch + where]
+        out[pos] = data[batch + where]
     return out
 
 
@@ -184,12 +188,11 @@ def scatter_elements(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray
     data, indices, updates = ins
     axis, reduction = attrs["axis"], attrs["reduction"]
     out = data.copy()
-    idx, valid = _wrap(indices, data.shape[axis])
+    idx = _wrap(indices, data.shape[axis])
     with np.errstate(all="ignore"):
         for pos in np.ndindex(*indices.shape):
-            if valid[pos]:
-                at = pos[:axis] + (int(idx[pos]),) + pos[axis + 1:]
-                out[at] = _combine(reduction, out[at], updates[pos])
+            at = pos[:axis] + (int(idx[pos]),) + pos[axis + 1:]
+            out[at] = _combine(reduction, out[at], updates[pos])
     return out
 
 
@@ -198,8 +201,7 @@ def scatter_nd(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
     out = data.copy()
     with np.errstate(all="ignore"):
         for _, pos, where in _nd_rows(data.shape, indices, 0):
-            if where is not None:
-                out[where] = _combine(attrs["reduction"], out[where], updates[pos])
+            out[where] = _combine(attrs["reduction"], out[where], updates[pos])
     return out
 
 

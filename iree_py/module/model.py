@@ -113,6 +113,7 @@ class EntryPointDebug:
     executable: int
     entry_point: int
     source_nodes: list[str]
+    source_ops: list[str] = field(default_factory=list)  # the IR op of each source node; [] in older modules
 
 
 @dataclass

@@ -107,8 +107,8 @@ def _read(data: bytes | memoryview, payloads: bool) -> Module:
         memory_plan=MemoryPlan(plan.scalar(0, N.Uint64Flags),
                                [PlannedBuffer(p.string(0), p.scalar(1, N.Uint64Flags), p.scalar(2, N.Uint64Flags))
                                 for p in plan.tables(1)], plan.scalar(2, N.Uint64Flags)) if plan else MemoryPlan(0),
-        debug_info=[EntryPointDebug(d.scalar(0, N.Uint32Flags), d.scalar(1, N.Uint32Flags), d.strings(2))
-                    for d in debug.tables(0)] if debug else None,
+        debug_info=[EntryPointDebug(d.scalar(0, N.Uint32Flags), d.scalar(1, N.Uint32Flags), d.strings(2),
+                                    d.strings(3)) for d in debug.tables(0)] if debug else None,
         messages=root.strings(7),
     )
 

@@ -169,10 +169,13 @@ def _memory_plan(b: flatbuffers.Builder, plan: MemoryPlan) -> Offset:
 
 def _entry_point_debug(b: flatbuffers.Builder, d: EntryPointDebug) -> Offset:
     nodes = _string_vector(b, d.source_nodes)
-    b.StartObject(3)
+    ops = _string_vector(b, d.source_ops) if d.source_ops else None
+    b.StartObject(4)
     b.PrependUint32Slot(0, d.executable, 0)
     b.PrependUint32Slot(1, d.entry_point, 0)
     b.PrependUOffsetTRelativeSlot(2, nodes, 0)
+    if ops is not None:
+        b.PrependUOffsetTRelativeSlot(3, ops, 0)
     return b.EndObject()
 
 

@@ -1,7 +1,8 @@
 """fold-constants: a node whose inputs are all constants becomes a constant (numpy reference).
 
 Covers arithmetic on constants as well as Reshape/Transpose/Concat of constants. Nodes with a
-fused chain are left alone (fusion runs after folding).
+fused chain are left alone (fusion runs after folding), and so is a gather or scatter whose constant
+indices lie outside their axis: it fails the call when it runs, as in onnxruntime (it may never run).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from iree_py.ir.build import has_symbolic_attrs
 from iree_py.ir.ops_control_flow import FAIL
 from iree_py.ir.ops_state import STATE_OPS  # state ops act at run time, never folded
 from iree_py.ir.graph import Graph, Node, Value
+from iree_py.ir.indexing_ops import IndexOutOfRange
 from iree_py.ir.reference import run_node
 from iree_py.ir.rewrite import replace_all_uses
 
@@ -35,7 +37,11 @@ class FoldConstants:
                 kept.append(node)
                 continue
             out = node.outputs[0]
-            array = run_node(node, lambda v: v.const)
+            try:
+                array = run_node(node, lambda v: v.const)
+            except IndexOutOfRange:
+                kept.append(node)
+                continue
             folded = Value(out.name, out.type, const=np.asarray(array, dtype=out.type.dtype.numpy))
             replace_all_uses(graph, out, folded)
         graph.nodes = kept

@@ -1,5 +1,6 @@
 """Where a module runs: in this process through the C runtime (local), or in the cross-built
-runner under qemu-user (qemu). Both take and return numpy arrays."""
+runner under qemu-user (qemu). Both take and return numpy arrays; a kernel that fails its dispatch
+is reported naming the model's node (runtime/kernel_failures.py), as a board device does."""
 from __future__ import annotations
 
 import ctypes
@@ -19,6 +20,7 @@ from iree_py.module.model import Function, Module
 from iree_py.module.state_info import has_state
 from iree_py.runtime import capi
 from iree_py.runtime.build import runner_for
+from iree_py.runtime.kernel_failures import KernelSources
 from iree_py.system_tools import require
 
 if TYPE_CHECKING:
@@ -63,8 +65,9 @@ class KernelProfile:
 class LocalDevice:
     """The host runtime library, called through its C API."""
 
-    def __init__(self, image: np.ndarray | bytes) -> None:
+    def __init__(self, image: np.ndarray | bytes, kernel_sources: KernelSources | None = None) -> None:
         self.lib = capi.library()
+        self.kernel_sources = kernel_sources or KernelSources()
         # The runtime uses the module's constants in place: the image must outlive the module.
         self._bytes = image if isinstance(image, np.ndarray) else module_image(image)
         data = self._bytes
@@ -79,7 +82,8 @@ class LocalDevice:
     def _check(self, status: int, what: str) -> None:
         if status != 0:
             message = self.lib.irp_runtime_error_message(self.runtime).decode(errors="replace") if self.runtime else ""  # may quote corrupt module bytes
-            raise IreeRuntimeError(f"{what}: {message or f'status {status}'}")
+            explained = self.kernel_sources.explain(message)
+            raise IreeRuntimeError(explained or f"{what}: {message or f'status {status}'}")
 
     def arena_size(self) -> int:
         return self.lib.irp_module_arena_size(self.module)
@@ -184,7 +188,9 @@ class QemuDevice:
     inputs of the calls so far and replays them all in one runner process, so call k sees the state
     the k - 1 calls before it left (the runner runs one input set after another)."""
 
-    def __init__(self, image: np.ndarray, arch: str, stateful: bool = False) -> None:
+    def __init__(self, image: np.ndarray, arch: str, stateful: bool = False,
+                 kernel_sources: KernelSources | None = None) -> None:
+        self.kernel_sources = kernel_sources or KernelSources()
         self.target = qemu_target_for(arch)
         require(self.target.qemu, f"running {arch} modules (target {self.target.name}) under qemu-user")
         self.runner = runner_for(self.target.name, self.target.cross_cc, self.target.cross_cflags)
@@ -232,7 +238,9 @@ class QemuDevice:
                 status = (f"killed by signal {-result.returncode}" if result.returncode < 0
                           else f"exit status {result.returncode}")
                 detail = result.stderr.strip() or result.stdout.strip()
-                raise IreeRuntimeError(f"{fn.name} under {self.target.qemu} ({status}){': ' + detail if detail else ''}")
+                explained = self.kernel_sources.explain(detail)
+                raise IreeRuntimeError(explained or
+                                       f"{fn.name} under {self.target.qemu} ({status}){': ' + detail if detail else ''}")
             self._peak_bytes = _runner_peak_bytes(result.stdout)
             shapes = _runner_output_shapes((d / "shapes.txt").read_text(), len(fn.outputs))
             return [np.fromfile(d / f"out{i}.bin", dtype=s.dtype.numpy).reshape(shape)
@@ -258,23 +266,28 @@ def _runner_peak_bytes(stdout: str) -> int | None:
 def open_device(device: str, image: np.ndarray, module: Module) -> LocalDevice | QemuDevice | SerialDevice:
     archs = [e.arch for e in module.executables]
     arch = archs[0] if archs else HOST_ARCH
+    sources = KernelSources.of(module)
     if device in ("local", "host"):
         if arch != HOST_ARCH:
             raise IreePyError(f"this module was compiled for {arch}; this host is {HOST_ARCH}: "
                               f"run it with device='qemu' (--device=qemu)")
-        return LocalDevice(image)
+        return LocalDevice(image, sources)
     if device == "qemu-user":  # the Linux runner under qemu-user, also for bare-metal archs (user_mode_stand_in)
-        return QemuDevice(image, arch, has_state(module))
+        return QemuDevice(image, arch, has_state(module), sources)
     if device.startswith(("serial://", "socket://")):  # a board running the device server
         from iree_py.runtime.serial_device import SerialDevice
         board = SerialDevice(device)
         board.ensure_module(image.tobytes(), arch)
+        board.kernel_sources = sources
         return board
     if device == "qemu" or device.startswith("qemu:"):  # a bare-metal module: its target's emulated board
         from iree_py.runtime.board import board_target_for, open_board_device
         target = board_target_for(arch, device.removeprefix("qemu").removeprefix(":"))
         if target is not None:
-            return open_board_device(target, image.tobytes(), arch)
+            emulated = open_board_device(target, image.tobytes(), arch)
+            emulated.kernel_sources = sources
+            return emulated
     if device == "qemu" or device.startswith("qemu-"):
-        return QemuDevice(image, device.removeprefix("qemu-") if device.startswith("qemu-") else arch, has_state(module))
+        return QemuDevice(image, device.removeprefix("qemu-") if device.startswith("qemu-") else arch, has_state(module),
+                          sources)
     raise IreePyError(f"unknown device {device!r}: use 'local', 'qemu', 'qemu:TARGET', serial://PORT or socket://HOST:PORT")

@@ -18,6 +18,7 @@ from iree_py.errors import IreePyError, IreeRuntimeError
 from iree_py.ir.types import DType
 from iree_py.module.model import Function
 from iree_py.runtime import protocol as p
+from iree_py.runtime.kernel_failures import KernelSources
 from iree_py.runtime.signature import shape_matches
 
 DEVICE_URL_SCHEMES = ("serial://", "socket://")
@@ -78,6 +79,8 @@ class SerialDevice:
         self._max_payload = 0xFFFF
         self._staged: tuple | None = None
         self.events: list[str] = []
+        # names the model's node when a kernel fails; open_device (iree_py.load) sets the module's
+        self.kernel_sources = KernelSources()
         self.info: p.Hello = self._connect()
 
     # --- link -----------------------------------------------------------------------------
@@ -281,7 +284,13 @@ class SerialDevice:
         the board reports."""
         dtypes = dtypes if dtypes is not None else [DType.from_numpy(a.dtype).module_code for a in inputs]
         self._stage(function, inputs, dtypes)
-        summary = p.parse_run(self.request(p.Msg.RUN, p.run_request(profile)))
+        try:
+            summary = p.parse_run(self.request(p.Msg.RUN, p.run_request(profile)))
+        except p.DeviceRefused as e:
+            explained = self.kernel_sources.explain(e.board_message)
+            if explained is None:
+                raise
+            raise IreeRuntimeError(explained) from e
         outputs = []
         for i, info in enumerate(summary.outputs):
             if not 0 <= info.dtype < len(_DTYPES):

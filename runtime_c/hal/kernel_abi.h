@@ -34,9 +34,25 @@ typedef struct irp_workgroup_state_t {
   uint32_t reserved;
 } irp_workgroup_state_t;
 
-/* Returns 0 on success; any other value aborts the call with an error naming the entry point. */
+/* Returns IRP_KERNEL_STATUS_OK (0) on success; any other value aborts the call with an error naming
+ * the entry point, the code and, for a code in IRP_KERNEL_STATUSES, its meaning. */
 typedef int32_t (*irp_kernel_fn_t)(const irp_dispatch_state_t* dispatch_state,
                                    const irp_workgroup_state_t* workgroup_state);
+
+/* What a kernel returns: X(code, NAME, meaning) per status. The compiler's copy of this table is
+ * KERNEL_STATUSES in iree_py/codegen/kernel_abi.py (tests/test_kernel_abi.py checks that they agree);
+ * the Python runtime turns a failed dispatch into a message naming the model's node from it. */
+#define IRP_KERNEL_STATUSES(X)                                                                     \
+  X(0, OK, "the kernel ran to the end")                                                            \
+  X(1, DISPATCH_REFUSED,                                                                           \
+    "the kernel refused its dispatch (grid, bindings or run-time dims other than it was built for)") \
+  X(2, STRINGS_MALFORMED, "a packed string tensor's offsets do not fit its buffer")               \
+  X(3, INDEX_OUT_OF_RANGE, "an index is outside the range of its axis")                           \
+  X(4, UNSUPPORTED_VALUE, "an input holds a value this kernel cannot compute with (a NaN to sort, a non-finite size)")
+
+#define IRP_KERNEL_STATUS_ENUMERATOR_(code, name, meaning) IRP_KERNEL_STATUS_##name = (code),
+typedef enum irp_kernel_status_t { IRP_KERNEL_STATUSES(IRP_KERNEL_STATUS_ENUMERATOR_) } irp_kernel_status_t;
+#undef IRP_KERNEL_STATUS_ENUMERATOR_
 
 typedef struct irp_kernel_library_t {
   uint32_t abi_version;

@@ -184,7 +184,12 @@ static void test_call_errors(void) {
   irp_buffer_view_t x_view = f32_view(x, 4, 0);
   expect_call_error(module, runtime, "fails", NULL, 0, 0, IRP_RUNTIME_FAILURE, "fails: fail with code 42");
   expect_call_error(module, runtime, "kernel_fails", &x_view, 1, 0, IRP_RUNTIME_FAILURE,
-                    "kernel_fails: kernel 'fail_if_negative' failed with code 7");
+                    "kernel_fails: kernel 'fail_if_negative' failed with code 7 at workgroup (0, 0, 0)");
+  x[0] = 5000; /* a code of the status table: the message says what it means */
+  expect_call_error(module, runtime, "kernel_fails", &x_view, 1, 0, IRP_RUNTIME_FAILURE,
+                    "kernel_fails: kernel 'fail_if_negative' failed with code 3 (an index is outside the range "
+                    "of its axis) at workgroup (0, 0, 0)");
+  x[0] = -1;
   expect_call_error(module, runtime, "short_binding", &x_view, 1, 0, IRP_RUNTIME_FAILURE,
                     "binding 1 is 8 bytes but the entry point needs at least 16");
   CHECK(irp_call(module, find(module, "empty_grid"), &x_view, 1, NULL, 0) == IRP_OK,

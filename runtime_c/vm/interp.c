@@ -33,6 +33,24 @@ static irp_status_t irp_unset_ref(const irp_vm_function_t* function, size_t pc, 
                   function->name, pc, op, index);
 }
 
+/* " (meaning)" of a kernel status in IRP_KERNEL_STATUSES, "" for another code or without messages. */
+static const char* irp_kernel_status_meaning(int32_t status) {
+#if IRP_STATUS_MESSAGES
+  switch (status) {
+#define IRP_KERNEL_STATUS_CASE_(code, name, meaning) \
+  case (code):                                       \
+    return " (" meaning ")";
+    IRP_KERNEL_STATUSES(IRP_KERNEL_STATUS_CASE_)
+#undef IRP_KERNEL_STATUS_CASE_
+    default:
+      return "";
+  }
+#else
+  (void)status;
+  return "";
+#endif
+}
+
 static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_state_t* state,
                                  const irp_vm_window_t* window, const irp_vm_function_t* function,
                                  size_t insn_pc, size_t* io_pc, irp_diag_t* diag) {
@@ -91,8 +109,9 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
         int32_t result = kernel(&dispatch_state, &workgroup);
         if (result != 0) {
           return IRP_FAIL(diag, IRP_RUNTIME_FAILURE,
-                          "%s: kernel '%s' failed with code %" PRId32 " at workgroup (%" PRIu32 ", %" PRIu32 ", %" PRIu32 ")",
-                          function->name, entry->name, result, x, y, z);
+                          "%s: kernel '%s' failed with code %" PRId32 "%s at workgroup (%" PRIu32 ", %" PRIu32
+                          ", %" PRIu32 ")",
+                          function->name, entry->name, result, irp_kernel_status_meaning(result), x, y, z);
         }
       }
     }

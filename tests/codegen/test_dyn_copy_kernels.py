@@ -1,5 +1,6 @@
 """The data-movement kernels on symbolic dims (iree_py/codegen/llvm/dynamic/: transpose, slice,
-expand, concat, gather, pad, cumsum/cumprod, argmax/argmin, bitcast): each spec is built once and run at
+expand, concat, pad, cumsum/cumprod, argmax/argmin, bitcast; gather and gather_elements, whose one
+builder is codegen/llvm/gather.py): each spec is built once and run at
 several sizes (a 1 and a 0 among them) through the jit harness, compared exactly with numpy.
 Sizes that break a kernel's precondition make the kernel fail (it returns an error) instead of
 touching memory."""
@@ -10,6 +11,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
+from iree_py.codegen.kernel_abi import STATUS_INDEX_OUT_OF_RANGE
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm import build_executable
 from iree_py.codegen.llvm.dynamic import is_dynamic
@@ -39,12 +41,7 @@ def shape_of(tensor: TensorType, symbols: dict[str, int]) -> tuple[int, ...]:
 
 def numpy_gather(data: np.ndarray, idx: np.ndarray, axis: int) -> np.ndarray:
     n = data.shape[axis]
-    wrapped = np.where(idx < 0, idx + n, idx)
-    inside = (wrapped >= 0) & (wrapped < n)
-    out = np.take(data, np.where(inside, wrapped, 0).astype(np.int64), axis=axis) if n else np.zeros(
-        data.shape[:axis] + idx.shape + data.shape[axis + 1:], data.dtype)
-    mask = inside.reshape((1,) * axis + idx.shape + (1,) * (data.ndim - axis - 1))
-    return np.where(mask, out, np.zeros((), data.dtype))
+    return np.take(data, np.where(idx < 0, idx + n, idx).astype(np.int64), axis=axis)
 
 
 def numpy_pad(x: np.ndarray, pads: list[int], mode: str, value: float) -> np.ndarray:
@@ -123,15 +120,26 @@ for dt in (DType.f32, DType.u8):
 case(KernelSpec("concat_axis0", "concat", (t(DType.i64, A, 3), t(DType.i64, B, 3)), (t(DType.i64, A + B, 3),),
                 {"axis": 0}),
      lambda a, s: np.concatenate(a, axis=0), [{"a": 2, "b": 1}, {"a": 0, "b": 4}, {"a": 1, "b": 0}])
-# gather: data [n, m] along axis 1 with i64 indices (negative and out-of-range ones), and along axis 0
-# of i32 data with i32 indices [a, 2]
+# gather: data [n, m] along axis 1 with i64 indices (negative ones too), and along axis 0 of i32
+# data with i32 indices [a, 2]; an axis of 0 takes no index (a = 0)
 case(KernelSpec("gather_axis1", "gather", (t(DType.f32, N, M), t(DType.i64, A)), (t(DType.f32, N, A),), {"axis": 1}),
      lambda a, s: numpy_gather(a[0], a[1], 1),
-     [{"n": 3, "m": 5, "a": 7}, {"n": 1, "m": 1, "a": 3}, {"n": 2, "m": 0, "a": 2}, {"n": 0, "m": 3, "a": 2},
+     [{"n": 3, "m": 5, "a": 7}, {"n": 1, "m": 1, "a": 3}, {"n": 2, "m": 0, "a": 0}, {"n": 0, "m": 3, "a": 2},
       {"n": 2, "m": 3, "a": 0}, {"n": 300, "m": 4, "a": 100}])
 case(KernelSpec("gather_axis0", "gather", (t(DType.i32, N, 4), t(DType.i32, A, 2)), (t(DType.i32, A, 2, 4),),
                 {"axis": 0}),
-     lambda a, s: numpy_gather(a[0], a[1], 0), [{"n": 5, "a": 3}, {"n": 1, "a": 1}, {"n": 0, "a": 2}, {"n": 4, "a": 0}])
+     lambda a, s: numpy_gather(a[0], a[1], 0), [{"n": 5, "a": 3}, {"n": 1, "a": 1}, {"n": 0, "a": 0}, {"n": 4, "a": 0}])
+# gather_elements: along a symbolic axis 0 of i64 data [n, m] with indices [a, m]; along axis 1 with
+# indices [a, b] of data [n, m], which needs a <= n (the kernel checks it: a = 3 > n = 2 fails)
+case(KernelSpec("gather_elements_axis0", "gather_elements", (t(DType.i64, N, M), t(DType.i64, A, M)),
+                (t(DType.i64, A, M),), {"axis": 0}),
+     lambda a, s: np.take_along_axis(a[0], a[1], axis=0),
+     [{"n": 3, "m": 4, "a": 5}, {"n": 1, "m": 1, "a": 1}, {"n": 2, "m": 0, "a": 3}, {"n": 4, "m": 2, "a": 0}])
+case(KernelSpec("gather_elements_axis1", "gather_elements", (t(DType.f32, N, M), t(DType.i32, A, B)),
+                (t(DType.f32, A, B),), {"axis": 1}),
+     lambda a, s: np.take_along_axis(a[0][:a[1].shape[0]], a[1].astype(np.int64), axis=1),
+     [{"n": 3, "m": 4, "a": 2, "b": 6}, {"n": 2, "m": 1, "a": 2, "b": 1}, {"n": 5, "m": 3, "a": 0, "b": 2}],
+     [{"n": 2, "m": 3, "a": 3, "b": 1}])
 # pad: constant (with crops; f32 and i16), reflect and edge
 PAD_CROP = [1, -1, 2, 2]
 for dt in (DType.f32, DType.i16):
@@ -172,10 +180,10 @@ def inputs_for(spec: KernelSpec, symbols: dict[str, int]) -> list[np.ndarray]:
     arrays = []
     for tensor in spec.inputs:
         shape = shape_of(tensor, symbols)
-        if tensor.dtype in (DType.i32, DType.i64) and spec.kind == "gather" and tensor is spec.inputs[1]:
+        if spec.kind in ("gather", "gather_elements") and tensor is spec.inputs[1]:  # in range, negative ones too
             axis_size = shape_of(spec.inputs[0], symbols)[spec.attrs["axis"]]
-            arrays.append(RNG.integers(-axis_size - 2, axis_size + 2, size=shape, endpoint=True)
-                          .astype(tensor.dtype.numpy))
+            arrays.append(RNG.integers(-axis_size, max(axis_size, 1), size=shape).astype(tensor.dtype.numpy)
+                          if axis_size else np.zeros(shape, tensor.dtype.numpy))
         elif spec.kind in ("argmax", "argmin", "cumprod"):
             arrays.append(RNG.integers(-3, 3, size=shape, endpoint=True).astype(tensor.dtype.numpy))
         else:
@@ -207,6 +215,24 @@ def test_dynamic_copy_kernel_fails_on_inconsistent_sizes(library: LoadedLibrary,
     for symbols in failing:
         with pytest.raises(RuntimeError, match="returned 1"):
             library.run(spec, inputs_for(spec, symbols), symbols)
+
+
+@pytest.mark.parametrize("name", ["gather_axis1", "gather_axis0", "gather_elements_axis0"])
+def test_dynamic_gather_fails_on_an_index_out_of_range(library: LoadedLibrary, name: str) -> None:
+    """The index checks use the run-time axis size: at n = 3 (axis 0) or m = 3 (axis 1), 3 and -4 fail;
+    -3 and 2 (the last in range) are what the numpy reference reads."""
+    spec, reference, _, _ = next(c for c in CASES if c[0].name == name)
+    symbols = {"n": 3, "m": 3, "a": 2, "b": 2}
+    arrays = inputs_for(spec, symbols)
+    for bad in (3, -4):
+        for good in (-3, 2):
+            idx = np.full_like(arrays[1], good)
+            idx.flat[-1] = bad
+            with pytest.raises(RuntimeError, match=f"returned {STATUS_INDEX_OUT_OF_RANGE}"):
+                library.run(spec, [arrays[0], idx], symbols)
+            idx.flat[-1] = good
+            (got,) = library.run(spec, [arrays[0], idx], symbols)
+            np.testing.assert_array_equal(got, reference([arrays[0], idx], symbols))
 
 
 def test_dynamic_copy_kernels_build_for_arm64() -> None:

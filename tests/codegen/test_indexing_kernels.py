@@ -1,13 +1,16 @@
 """gather / gather_elements / gather_nd / scatter_elements / scatter_nd / expand kernels against the
 numpy reference (iree_py/ir/indexing_ops.py): exact, several element sizes, i32 and i64 indices,
-negative indices, and out-of-range indices (zeros for gathers, skipped updates for scatters)."""
+negative indices; an index outside its axis makes the kernel return STATUS_INDEX_OUT_OF_RANGE and
+the reference raise IndexOutOfRange."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from iree_py.codegen.kernel_abi import STATUS_INDEX_OUT_OF_RANGE
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm.jit import run_kernels
+from iree_py.errors import InternalCompilerError
 from iree_py.ir import indexing_ops
 from iree_py.ir.types import DType, TensorType
 
@@ -76,26 +79,53 @@ def test_scatters_match_reference(dtype, reduction: str) -> None:
     _check(cases)
 
 
-def test_out_of_range_indices_read_zeros_and_skip_updates() -> None:
-    data = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
-    far = [7, -4, 2 ** 31 - 1, -(2 ** 31)]
-    cases = [
-        ("gather", "axis0", [data, np.array([0, 3, -4, 2], np.int64)], {"axis": 0}),
-        ("gather", "axis1 i32", [data, np.array(far, np.int32)], {"axis": 1}),
-        ("gather", "huge i64", [data, np.array([2 ** 62, -(2 ** 62), 1], np.int64)], {"axis": 1}),
-        ("gather_elements", "axis1", [data, np.array([[4, -5], [1, 9], [-1, 0]], np.int64)], {"axis": 1}),
-        ("gather_nd", "k2", [data, np.array([[0, 4], [3, 0], [2, -1]], np.int64)], {"batch_dims": 0}),
-        ("scatter_elements", "axis0", [data, np.array([[3, -4, 0, 1]], np.int64),
-                                       np.full((1, 4), -1.0, np.float32)], {"axis": 0, "reduction": "none"}),
-        ("scatter_nd", "k1", [data, np.array([[5], [1]], np.int64), np.full((2, 4), 9.0, np.float32)],
-         {"reduction": "add"}),
-    ]
-    _check(cases)
-    assert np.array_equal(indexing_ops.gather([data, np.array([0, 3], np.int64)], {"axis": 0}),
-                          [[1, 2, 3, 4], [0, 0, 0, 0]])
-    assert np.array_equal(indexing_ops.scatter_nd([data, np.array([[5], [1]], np.int64),
-                                                   np.full((2, 4), 9.0, np.float32)], {"reduction": "add"})[1],
-                          [14, 15, 16, 17])
+OUT_OF_RANGE_DATA = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+FAR = [2 ** 31 - 1, -(2 ** 31)]
+# (kind, name, inputs, attrs): one index in each is outside its axis, the others inside (negative ones too)
+OUT_OF_RANGE_CASES = [
+    ("gather", "3 of 3 rows", [OUT_OF_RANGE_DATA, np.array([0, -3, 3, 2], np.int64)], {"axis": 0}),
+    ("gather", "-4 of 3 rows", [OUT_OF_RANGE_DATA, np.array([0, -4], np.int64)], {"axis": 0}),
+    *(("gather", f"i32 {v}", [OUT_OF_RANGE_DATA, np.array([1, v], np.int32)], {"axis": 1}) for v in FAR),
+    *(("gather", f"i64 {v}", [OUT_OF_RANGE_DATA, np.array([v, 1], np.int64)], {"axis": 1}) for v in (2 ** 62, -(2 ** 62))),
+    ("gather", "the last workgroup", [np.zeros((40000,), np.float32), np.r_[np.zeros(39999), 40000].astype(np.int64)],
+     {"axis": 0}),
+    ("gather_elements", "4 of 4", [OUT_OF_RANGE_DATA, np.array([[-4, 3], [1, 4], [-1, 0]], np.int64)], {"axis": 1}),
+    ("gather_elements", "-5 of 4", [OUT_OF_RANGE_DATA, np.array([[0, 1], [-5, 0], [-1, 0]], np.int32)], {"axis": 1}),
+    ("gather_nd", "4 of 4", [OUT_OF_RANGE_DATA, np.array([[0, 3], [2, 4], [-3, -1]], np.int64)], {"batch_dims": 0}),
+    ("gather_nd", "-4 of 3", [OUT_OF_RANGE_DATA, np.array([[-4, 0]], np.int32)], {"batch_dims": 0}),
+    ("scatter_elements", "3 of 3", [OUT_OF_RANGE_DATA, np.array([[-3, 3, 0, 1]], np.int64),
+                                     np.full((1, 4), -1.0, np.float32)], {"axis": 0, "reduction": "none"}),
+    ("scatter_elements", "-5 of 4", [OUT_OF_RANGE_DATA, np.array([[0], [-5], [1]], np.int32),
+                                      np.ones((3, 1), np.float32)], {"axis": 1, "reduction": "add"}),
+    ("scatter_nd", "5 of 3", [OUT_OF_RANGE_DATA, np.array([[1], [5]], np.int64), np.full((2, 4), 9.0, np.float32)],
+     {"reduction": "add"}),
+    ("scatter_nd", "-4 of 3", [OUT_OF_RANGE_DATA, np.array([[-4, 0]], np.int64), np.ones((1,), np.float32)],
+     {"reduction": "none"}),
+]
+
+
+@pytest.mark.parametrize("case", OUT_OF_RANGE_CASES, ids=[f"{c[0]} {c[1]}" for c in OUT_OF_RANGE_CASES])
+def test_an_index_out_of_range_fails_the_kernel(case: tuple[str, str, list[np.ndarray], dict]) -> None:
+    kind, _, ins, attrs = case
+    refs = {"gather": indexing_ops.gather_rule, "gather_elements": indexing_ops.gather_elements_rule,
+            "gather_nd": indexing_ops.gather_nd_rule, "scatter_elements": indexing_ops.scatter_elements_rule,
+            "scatter_nd": indexing_ops.scatter_nd_rule}
+    spec = KernelSpec("k", kind, tuple(_t(a) for a in ins), tuple(refs[kind]([_t(a) for a in ins], attrs)), attrs)
+    with pytest.raises(RuntimeError, match=f"returned {STATUS_INDEX_OUT_OF_RANGE} at workgroup"):
+        run_kernels([spec], [ins])
+    with pytest.raises(indexing_ops.IndexOutOfRange, match="outside the range"):
+        getattr(indexing_ops, kind)(ins, attrs)
+
+
+def test_indices_at_both_ends_of_the_axis_are_in_range() -> None:
+    """-dim and dim - 1 are the last indices that wrap / read (the edges of the checks above)."""
+    data = OUT_OF_RANGE_DATA
+    _check([("gather", "edges", [data, np.array([-3, 2, -1, 0], np.int64)], {"axis": 0}),
+            ("gather_elements", "edges", [data, np.array([[-4, 3], [3, -4], [0, -1]], np.int32)], {"axis": 1}),
+            ("gather_nd", "edges", [data, np.array([[-3, -4], [2, 3]], np.int64)], {"batch_dims": 0}),
+            ("scatter_nd", "edges", [data, np.array([[-3], [2]], np.int64), np.ones((2, 4), np.float32)],
+             {"reduction": "add"})])
+    assert np.array_equal(indexing_ops.gather([data, np.array([-3, -1], np.int64)], {"axis": 0}), data[[0, 2]])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_])
@@ -107,18 +137,21 @@ def test_expand(dtype) -> None:
 
 
 def test_bad_specs_are_rejected() -> None:
+    """A malformed spec is a bug of the compiler, which made it: an InternalCompilerError naming the
+    kernel, with the builder's ValueError as its cause."""
     from iree_py.codegen.llvm import build_executable
     from iree_py.codegen.target import load_target
     data, f_idx = TensorType(DType.f32, (3, 4)), TensorType(DType.f32, (2,))
-    with pytest.raises(ValueError, match="must be i32 or i64"):
+    with pytest.raises(InternalCompilerError, match="kernel g, gather.*must be i32 or i64"):
         build_executable([KernelSpec("g", "gather", (data, f_idx), (TensorType(DType.f32, (2, 4)),), {"axis": 0})],
                          load_target("host"))
     idx = TensorType(DType.i64, (2,))
-    with pytest.raises(ValueError, match="should be"):
+    with pytest.raises(InternalCompilerError, match="should be"):
         build_executable([KernelSpec("g", "gather", (data, idx), (TensorType(DType.f32, (3, 4)),), {"axis": 0})],
                          load_target("host"))
     bools = TensorType(DType.bool, (3, 4))
-    with pytest.raises(ValueError, match="reduction 'add' on bool"):
+    with pytest.raises(InternalCompilerError, match="reduction 'add' on bool") as caught:
         build_executable([KernelSpec("s", "scatter_nd", (bools, TensorType(DType.i64, (1, 1)),
                                                          TensorType(DType.bool, (1, 4))), (bools,),
                                      {"reduction": "add"})], load_target("host"))
+    assert isinstance(caught.value.__cause__, ValueError)

@@ -284,17 +284,22 @@ def test_one_hot_computed_indices(opset: int, axis: int | None, index_dtype) -> 
     check(m, {"i": idx})
 
 
-def test_one_hot_constant_indices_fold_and_nonzero_off_is_refused() -> None:
+def test_one_hot_constant_indices_fold() -> None:
     x = data((2, 3, 4))
     m = build([helper.make_node("OneHot", ["i", "d", "v"], ["h"], axis=1), helper.make_node("Add", ["h", "x"], ["y"])],
               {"x": x}, np.float32, 11, {"i": np.array([[0, -1, 7, 3], [1, 2, 2, -4]], np.int64),
                                          "d": np.array(3, np.int64), "v": np.array([-1, 2], np.float32)})
     check(m, {"x": x})
-    idx = np.array([1, 2], np.int64)
-    m = build([helper.make_node("OneHot", ["i", "d", "v"], ["y"])], {"i": idx}, np.float32, 11,
-              {"d": np.array(3, np.int64), "v": np.array([1, 2], np.float32)})
-    with pytest.raises(CompileError, match="off value"):
-        import_onnx(m)
+
+
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_one_hot_computed_indices_out_of_range_give_off_values(axis: int) -> None:
+    """ONNX: an index outside [-depth, depth) gives a row of off values (onnxruntime agrees); the
+    off value need not be 0."""
+    idx = np.array([[1, -3, 3], [-4, 9, -1]], np.int64)
+    m = build([helper.make_node("OneHot", ["i", "d", "v"], ["y"], axis=axis)], {"i": idx}, np.float32, 11,
+              {"d": np.array(3, np.int64), "v": np.array([-1.5, 2], np.float32)})
+    check(m, {"i": idx})
 
 
 @pytest.mark.parametrize("dtype,k", [(None, 0), (1, 1), (7, -2)])

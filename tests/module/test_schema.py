@@ -29,7 +29,7 @@ def sample_module() -> m.Module:
         constants=[m.Constant("a", bytes(range(7))), m.Constant("b", b"\x01" * 24)],
         executables=[m.Executable("x86_64", [m.EntryPoint("k0_add", 3, 0, [24, 24, 24])], b"\x7fELF" + bytes(100))],
         memory_plan=m.MemoryPlan(64, [m.PlannedBuffer("y", 0, 64)]),
-        debug_info=[m.EntryPointDebug(0, 0, ["add_node"])],
+        debug_info=[m.EntryPointDebug(0, 0, ["add_node", "relu_node"], ["Add", "Relu"])],
     )
 
 
@@ -58,7 +58,19 @@ def test_flatc_reads_the_module_with_the_schema(tmp_path):
     assert parsed["executables"][0]["entry_points"][0] == {"name": "k0_add", "binding_count": 3,
                                                            "binding_min_lengths": [24, 24, 24]}
     assert parsed["memory_plan"]["arena_size"] == 64
-    assert parsed["debug_info"]["entry_points"][0]["source_nodes"] == ["add_node"]
+    assert parsed["debug_info"]["entry_points"][0]["source_nodes"] == ["add_node", "relu_node"]
+    assert parsed["debug_info"]["entry_points"][0]["source_ops"] == ["Add", "Relu"]
+
+
+def test_debug_info_without_ops_stores_none_and_reads_back_empty() -> None:
+    """source_ops is the last field of EntryPointDebug: without ops (a module written before the
+    field existed reads the same way) nothing is stored, and it reads back as [] (the runtime then
+    names the nodes without their ops)."""
+    module = sample_module()
+    module.debug_info = [m.EntryPointDebug(0, 0, ["add_node"])]
+    data = write_module(module)
+    assert read_module(data).debug_info == [m.EntryPointDebug(0, 0, ["add_node"], [])]
+    assert b"Add" not in data
 
 
 @pytest.mark.parametrize("data, message", [(b"", "too short"), (b"\0" * 16, "file identifier")])

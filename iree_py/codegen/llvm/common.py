@@ -154,6 +154,17 @@ class KernelBuilder:
         self.builder.ret(const_i32(0))
 
 
+def return_unless(b: ir.IRBuilder, ok: ir.Value, status: int, name: str) -> None:
+    """Continue when `ok` (an i1) holds, else return `status` (a code of kernel_abi.KERNEL_STATUSES)
+    from the kernel, which fails the dispatch."""
+    fn = b.block.function
+    fail, cont = fn.append_basic_block(f"{name}.fail"), fn.append_basic_block(f"{name}.ok")
+    b.cbranch(ok, cont, fail)
+    b.position_at_end(fail)
+    b.ret(const_i32(status))
+    b.position_at_end(cont)
+
+
 def begin_kernel(module: ir.Module, name: str, target: Target) -> KernelBuilder:
     """Add the entry function `name` with the kernel ABI signature; returns its builder."""
     if name in module.globals:

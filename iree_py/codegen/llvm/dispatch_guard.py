@@ -5,20 +5,17 @@ sizes they compute from their push constants. The
 runtime checks bindings against the lengths the module declares, but the module is data: a
 corrupted file could declare smaller lengths or another grid. So the exported entry point is a
 guard that compares what it receives with what its kernel was built for — binding count and
-lengths, push constant count, grid size and workgroup id — and returns 1 (the runtime reports the
-entry point as failed) instead of calling the kernel on anything else.
+lengths, push constant count, grid size and workgroup id — and returns STATUS_DISPATCH_REFUSED (1,
+kernel_abi.py; the runtime reports the entry point as failed) instead of calling the kernel on anything else.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
-from iree_py.codegen.kernel_abi import dispatch_state_layout, workgroup_state_layout
+from iree_py.codegen.kernel_abi import STATUS_DISPATCH_REFUSED, dispatch_state_layout, workgroup_state_layout
 from iree_py.codegen.kernel_spec import KernelInfo
 from iree_py.codegen.llvm.common import I8, I32, I64, KERNEL_FN_TYPE, const_i32, const_i64, load_binding_length
 from iree_py.codegen.target import Target
-
-GUARD_FAILED = 1
-
 
 def body_name(name: str) -> str:
     """The kernel is built under this name; `name` itself becomes the guard."""
@@ -80,4 +77,4 @@ def add_dispatch_guard(module: ir.Module, info: KernelInfo, target: Target) -> N
     b.position_at_end(call)
     b.ret(b.call(body, [state, workgroup]))
     b.position_at_end(fail)
-    b.ret(const_i32(GUARD_FAILED))
+    b.ret(const_i32(STATUS_DISPATCH_REFUSED))

@@ -1,26 +1,37 @@
 """The "gather", "gather_elements" and "gather_nd" kernels: bindings data, indices, output.
 
 Each walks its output as rows of `chunk` contiguous elements; a row reads one run-time index (or
-one index tuple), wraps negative values and copies the matching contiguous run of data. A row whose
-index lies outside its axis is filled with zeros: the kernel never reads outside `data`.
+one index tuple), wraps negative values and copies the matching contiguous run of data. An index
+still outside its axis fails the dispatch with STATUS_INDEX_OUT_OF_RANGE (codegen/kernel_abi.py)
+before anything is read from `data`, as onnxruntime fails the call.
 
   gather           axis: out[a, i, c] = data[a, idx[i], c]          (a: dims before axis, c: after)
   gather_elements  axis: out[p] = data[p with p[axis] = idx[p]]     (one element per row)
   gather_nd        batch_dims: out[b, m, c] = data[b, idx[b, m, :], c]
 Workgroups split the rows.
+
+Dims are ints or Exprs (one builder for both, docs/dynamic_shapes.md §3): an int folds to a
+constant, an Expr is computed from the push constants (`DynamicKernel.dim`), so a static spec
+compiles to the code it always had; a run of a static length is copied with vectors. GatherND's
+shape rule takes static shapes only (ir/indexing_ops.py), so its dims are ints.
 """
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import ALIGN, begin_kernel, const_i64, element_ptr, for_range, lanes_f32, min_index
+from iree_py.codegen.kernel_abi import STATUS_INDEX_OUT_OF_RANGE
+from iree_py.codegen.llvm.common import const_i64, for_range, lanes_f32, min_index, return_unless
 from iree_py.codegen.llvm.copy_common import element_type, emit_contiguous_copy
-from iree_py.codegen.llvm.index_common import check_indexing, elements_offset, load_index, tuple_offset, wrap_index
+from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
+from iree_py.codegen.llvm.dynamic.copy_common import copy_run, fail_unless, product, row_grid
+from iree_py.codegen.llvm.index_common import (check_indexing, element_strides, elements_offset, load_index,
+                                               tuple_offset, wrap_index)
+from iree_py.codegen.target import Target
 from iree_py.ir import indexing_ops
+from iree_py.ir.types import Dim
 
 ROW_GROUP_ELEMENTS = 16384
 DATA_INDICES = ("data", "indices")
@@ -29,68 +40,88 @@ DATA_INDICES = ("data", "indices")
 RowSource = Callable[[ir.IRBuilder, ir.Value, ir.Value], tuple[ir.Value, ir.Value]]
 
 
-def _build_rows(spec: KernelSpec, module: ir.Module, target, rows: int, chunk: int, source: RowSource) -> KernelInfo:
-    data_t, out_t = spec.inputs[0], spec.outputs[0]
-    elem = element_type(data_t.dtype.itemsize, f"{spec.kind} kernel {spec.name}")
-    rows_per_group = max(1, ROW_GROUP_ELEMENTS // max(chunk, 1))
-    groups = max(1, -(-rows // rows_per_group))
-    kb = begin_kernel(module, spec.name, target)
-    b = kb.builder
-    data, indices, out = kb.binding(0), kb.binding(1), kb.binding(2)
-    row_start = b.mul(kb.workgroup_id_index(0), const_i64(rows_per_group))
-    row_stop = min_index(b, b.add(row_start, const_i64(rows_per_group)), const_i64(rows))
-    if chunk:
+def _row_groups(rows: Dim, chunk: Dim) -> tuple[Dim, Dim]:
+    """(rows per workgroup, workgroups): about ROW_GROUP_ELEMENTS elements per workgroup."""
+    if isinstance(rows, int) and isinstance(chunk, int):
+        per_group = max(1, ROW_GROUP_ELEMENTS // max(chunk, 1))
+        return per_group, max(1, -(-rows // per_group))
+    grid = row_grid(rows, chunk)
+    return grid.rows_per_group, grid.groups
+
+
+def _build_rows(dk: DynamicKernel, target: Target, rows: Dim, chunk: Dim, source: RowSource) -> KernelInfo:
+    """The row loop. `source` runs inside it, so every dim it uses must already be an i64 value
+    computed in the entry block (an Expr's value must dominate all its uses)."""
+    spec = dk.spec
+    elem = element_type(spec.inputs[0].dtype.itemsize, f"{spec.kind} kernel {spec.name}")
+    per_group, groups = _row_groups(rows, chunk)
+    b = dk.builder
+    data, indices, out = dk.binding(0), dk.binding(1), dk.binding(2)
+    per_group_v, rows_v, chunk_v = dk.dim(per_group), dk.dim(rows), dk.dim(chunk)
+    row_start = b.mul(dk.workgroup_id_index(0), per_group_v)
+    row_stop = min_index(b, b.add(row_start, per_group_v), rows_v)
+    if not (isinstance(chunk, int) and chunk == 0):
         with for_range(b, row_start, row_stop, name="row") as row:
             src_off, in_range = source(b, row, indices)
-            dst_off = b.mul(row, const_i64(chunk))
-            with b.if_else(in_range) as (copy, zero):
-                with copy:
-                    emit_contiguous_copy(b, out, dst_off, data, src_off, chunk, elem, lanes_f32(target))
-                with zero:
-                    with for_range(b, 0, chunk, name="z") as j:
-                        b.store(ir.Constant(elem, 0), element_ptr(b, out, b.add(dst_off, j), elem),
-                                align=min(ALIGN, elem.width // 8))
-    kb.finish()
-    return KernelInfo(spec.name, (groups, 1, 1), (), tuple(t.num_bytes for t in (*spec.inputs, out_t)))
+            return_unless(b, in_range, STATUS_INDEX_OUT_OF_RANGE, "index")
+            dst_off = b.mul(row, chunk_v)
+            if isinstance(chunk, int):
+                emit_contiguous_copy(b, out, dst_off, data, src_off, chunk, elem, lanes_f32(target))
+            else:
+                copy_run(b, out, dst_off, data, src_off, chunk_v, elem)
+    dk.finish()
+    return dk.info(workgroup_count=(groups, 1, 1))
 
 
-def build_gather(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
-    data, indices, ity = check_indexing(spec, indexing_ops.gather_rule, DATA_INDICES)
+def build_gather(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
+    dk = begin_dynamic_kernel(module, spec, target)
+    data, indices, ity = check_indexing(spec, indexing_ops.gather_rule, DATA_INDICES, dk)
     axis = int(spec.attrs["axis"])
-    dim, count = data[axis], math.prod(indices)
-    inner = math.prod(data[axis + 1:])
+    count_d, inner_d = product(indices), product(data[axis + 1:])
+    count, size, inner = dk.dim(count_d), dk.dim(data[axis]), dk.dim(inner_d)
 
     def source(b: ir.IRBuilder, row: ir.Value, idx_ptr: ir.Value) -> tuple[ir.Value, ir.Value]:
-        outer, position = b.udiv(row, const_i64(count)), b.urem(row, const_i64(count))
-        index, in_range = wrap_index(b, load_index(b, idx_ptr, position, ity), dim)
-        return b.mul(b.add(b.mul(outer, const_i64(dim)), index), const_i64(inner)), in_range
+        outer, position = b.udiv(row, count), b.urem(row, count)
+        index, in_range = wrap_index(b, load_index(b, idx_ptr, position, ity), size)
+        return b.mul(b.add(b.mul(outer, size), index), inner), in_range
 
-    rows = math.prod(data[:axis]) * count
-    return _build_rows(spec, module, target, rows, inner, source)
+    return _build_rows(dk, target, product((*data[:axis], count_d)), inner_d, source)
 
 
-def build_gather_elements(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
-    data, indices, ity = check_indexing(spec, indexing_ops.gather_elements_rule, DATA_INDICES)
+def build_gather_elements(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
+    dk = begin_dynamic_kernel(module, spec, target)
+    data, indices, ity = check_indexing(spec, indexing_ops.gather_elements_rule, DATA_INDICES, dk)
     axis = int(spec.attrs["axis"])
+    b = dk.builder
+    # The rule checked indices against data off the axis where it could; a symbolic pair is checked
+    # before the dispatch (a DimCheck) and again here, so the walk stays inside data.
+    fits = [b.icmp_unsigned("<=", dk.dim(i), dk.dim(d)) for k, (i, d) in enumerate(zip(indices, data))
+            if k != axis and not (isinstance(i, int) and isinstance(d, int))]
+    if fits:
+        ok = fits[0]
+        for f in fits[1:]:
+            ok = b.and_(ok, f)
+        fail_unless(dk, ok, "indices_fit")
+    size, index_dims, strides = dk.dim(data[axis]), [dk.dim(d) for d in indices], element_strides(dk, data)
 
     def source(b: ir.IRBuilder, row: ir.Value, idx_ptr: ir.Value) -> tuple[ir.Value, ir.Value]:
-        return elements_offset(b, row, idx_ptr, ity, data, indices, axis)
+        return elements_offset(b, row, idx_ptr, ity, size, index_dims, strides, axis)
 
-    return _build_rows(spec, module, target, math.prod(indices), 1, source)
+    return _build_rows(dk, target, product(indices), 1, source)
 
 
-def build_gather_nd(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
-    data, indices, ity = check_indexing(spec, indexing_ops.gather_nd_rule, DATA_INDICES)
+def build_gather_nd(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
+    dk = begin_dynamic_kernel(module, spec, target)
+    data, indices, ity = check_indexing(spec, indexing_ops.gather_nd_rule, DATA_INDICES, dk)
     batch_dims = int(spec.attrs["batch_dims"])
-    k = indices[-1]
-    tuples_per_batch = math.prod(indices[batch_dims:-1])
-    batch_size = math.prod(data[batch_dims:])
-    chunk = math.prod(data[batch_dims + k:])
+    k = int(indices[-1])
+    tuples_per_batch = int(product(indices[batch_dims:-1]))
+    batch_size = int(product(data[batch_dims:]))
+    dims = tuple(int(d) for d in data[batch_dims:])
 
     def source(b: ir.IRBuilder, row: ir.Value, idx_ptr: ir.Value) -> tuple[ir.Value, ir.Value]:
         batch_offset = b.mul(b.udiv(row, const_i64(tuples_per_batch)), const_i64(batch_size))
-        offset, in_range = tuple_offset(b, row, idx_ptr, ity, data[batch_dims:], k)
+        offset, in_range = tuple_offset(b, row, idx_ptr, ity, dims, k)
         return b.add(batch_offset, offset), in_range
 
-    rows = math.prod(indices[:-1])
-    return _build_rows(spec, module, target, rows, chunk, source)
+    return _build_rows(dk, target, product(indices[:-1]), product(data[batch_dims + k:]), source)

@@ -2,7 +2,8 @@
 
 The output starts as a copy of data; then the updates are applied in order (index order of
 `indices`), each combined with the output by attrs reduction: none (store), add, mul, max, min.
-An update whose index lies outside its axis (after wrapping negatives) is skipped: the kernel never
+An index still outside its axis after wrapping negatives fails the dispatch with
+STATUS_INDEX_OUT_OF_RANGE (codegen/kernel_abi.py), as onnxruntime fails the call: the kernel never
 writes outside its output. One workgroup, so later updates see earlier ones.
 
   scatter_elements  axis: out[p with p[axis] = idx[p]] op= updates[p]
@@ -17,7 +18,9 @@ from typing import Callable
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import ALIGN, begin_kernel, const_i64, element_ptr, for_range, lanes_f32
+from iree_py.codegen.kernel_abi import STATUS_INDEX_OUT_OF_RANGE
+from iree_py.codegen.llvm.common import (ALIGN, begin_kernel, const_i64, element_ptr, for_range, lanes_f32, return_unless,
+                                         strides_of)
 from iree_py.codegen.llvm.copy_common import element_type, emit_contiguous_copy
 from iree_py.codegen.llvm.index_common import check_indexing, elements_offset, tuple_offset
 from iree_py.ir import indexing_ops
@@ -74,13 +77,13 @@ def _build_rows(spec: KernelSpec, module: ir.Module, target, rows: int, chunk: i
     if chunk:
         with for_range(b, 0, rows, name="row") as row:
             dst_off, in_range = destination(b, row, indices)
-            with b.if_then(in_range):
-                with for_range(b, 0, chunk, name="c") as j:
-                    dst = element_ptr(b, out, b.add(dst_off, j), elem)
-                    new = b.load(element_ptr(b, updates, b.add(b.mul(row, const_i64(chunk)), j), elem),
-                                 typ=elem, align=align)
-                    old = b.load(dst, typ=elem, align=align)
-                    b.store(_combine(b, reduction, data_t.dtype, old, new), dst, align=align)
+            return_unless(b, in_range, STATUS_INDEX_OUT_OF_RANGE, "index")
+            with for_range(b, 0, chunk, name="c") as j:
+                dst = element_ptr(b, out, b.add(dst_off, j), elem)
+                new = b.load(element_ptr(b, updates, b.add(b.mul(row, const_i64(chunk)), j), elem),
+                             typ=elem, align=align)
+                old = b.load(dst, typ=elem, align=align)
+                b.store(_combine(b, reduction, data_t.dtype, old, new), dst, align=align)
     kb.finish()
     return KernelInfo(spec.name, (1, 1, 1), (), tuple(t.num_bytes for t in (*spec.inputs, out_t)))
 
@@ -90,7 +93,8 @@ def build_scatter_elements(spec: KernelSpec, module: ir.Module, target) -> Kerne
     axis = int(spec.attrs["axis"])
 
     def destination(b: ir.IRBuilder, row: ir.Value, idx_ptr: ir.Value) -> tuple[ir.Value, ir.Value]:
-        return elements_offset(b, row, idx_ptr, ity, data, indices, axis)
+        return elements_offset(b, row, idx_ptr, ity, const_i64(data[axis]), [const_i64(d) for d in indices],
+                               [const_i64(s) for s in strides_of(data)], axis)
 
     return _build_rows(spec, module, target, math.prod(indices), 1, destination)
 

@@ -1,18 +1,17 @@
 """The "string_equal" kernel: ONNX Equal on two packed string tensors (docs/strings.md), with numpy
 broadcasting, writing bool. A packed tensor of N elements is N+1 little-endian i64 byte offsets then
 the bytes; the kernel first checks both inputs' offsets against their binding's real length
-(0 <= off[0] <= off[1] <= ... <= off[N] <= length - (N+1)*8) and returns STRINGS_MALFORMED (the
+(0 <= off[0] <= off[1] <= ... <= off[N] <= length - (N+1)*8) and returns STATUS_STRINGS_MALFORMED (the
 dispatch fails) instead of reading outside the buffer. One workgroup does the whole tensor."""
 from __future__ import annotations
 
 from llvmlite import ir
 
+from iree_py.codegen.kernel_abi import STATUS_STRINGS_MALFORMED
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (I8, I64, KernelBuilder, begin_kernel, const_i32, const_i64, element_ptr,
                                          entry_alloca, for_range, static_shape, strides_of)
 from iree_py.ir.types import DType
-
-STRINGS_MALFORMED = 2  # the kernel's return code for offsets that do not fit their buffer
 
 
 def _offset(b: ir.IRBuilder, base: ir.Value, index: ir.Value) -> ir.Value:
@@ -20,7 +19,7 @@ def _offset(b: ir.IRBuilder, base: ir.Value, index: ir.Value) -> ir.Value:
 
 
 def _check_offsets(kb: KernelBuilder, base: ir.Value, count: int, length: ir.Value, name: str) -> None:
-    """Return STRINGS_MALFORMED unless off[0] >= 0, the offsets never decrease and off[count] fits."""
+    """Return STATUS_STRINGS_MALFORMED unless off[0] >= 0, the offsets never decrease and off[count] fits."""
     b = kb.builder
     payload = b.sub(length, const_i64((count + 1) * 8))  # >= 0: the guard checked the minimum length
     bad = kb.function.append_basic_block(f"{name}.malformed")
@@ -35,7 +34,7 @@ def _check_offsets(kb: KernelBuilder, base: ir.Value, count: int, length: ir.Val
     last_ok = kb.function.append_basic_block(f"{name}.last_ok")
     b.cbranch(b.icmp_signed("<=", _offset(b, base, const_i64(count)), payload), last_ok, bad)
     with b.goto_block(bad):
-        b.ret(const_i32(STRINGS_MALFORMED))
+        b.ret(const_i32(STATUS_STRINGS_MALFORMED))
     b.position_at_end(last_ok)
 
 

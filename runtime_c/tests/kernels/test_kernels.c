@@ -4,7 +4,8 @@
  *   add_f32   bindings (a, b, out), f32 each; push constant 0 = element count;
  *             workgroup x handles elements [x * 64, x * 64 + 64)
  *   scale_f32 bindings (in, out); push constants (count, factor as f32 bits)
- *   fail_if_negative  binding (in) f32; returns 7 if in[0] < 0
+ *   fail_if_negative  binding (in) f32; returns 7 (a code outside IRP_KERNEL_STATUSES) if in[0] < 0,
+ *             IRP_KERNEL_STATUS_INDEX_OUT_OF_RANGE if in[0] > 1000
  * Each kernel checks its push constants against the binding lengths and the grid, and returns 1
  * when they disagree: the corruption test changes push constants and workgroup counts, and a
  * kernel is the only one that knows what they mean. */
@@ -49,6 +50,7 @@ int32_t fail_if_negative(const irp_dispatch_state_t* dispatch, const irp_workgro
   (void)workgroup;
   if (dispatch->binding_count != 1 || check_dispatch(dispatch, 1, 1)) return 1;
   const float* in = (const float*)dispatch->bindings[0];
+  if (in[0] > 1000.0f) return IRP_KERNEL_STATUS_INDEX_OUT_OF_RANGE;
   return in[0] < 0.0f ? 7 : 0;
 }
 

@@ -21,7 +21,6 @@ DYNAMIC_BUILDERS: dict[str, str] = {
     "slice": "slice:build",
     "expand": "expand:build",
     "concat": "concat:build",
-    "gather": "gather:build",
     "pad": "pad:build",
     "cumsum": "cumsum:build",
     "cumprod": "cumsum:build_cumprod",

@@ -13,8 +13,8 @@ from typing import Any
 
 from llvmlite import ir
 
-from iree_py.codegen.llvm.common import ALIGN, I1, const_i32, const_i64, element_ptr, for_range, min_index
-from iree_py.codegen.llvm.dispatch_guard import GUARD_FAILED
+from iree_py.codegen.kernel_abi import STATUS_DISPATCH_REFUSED
+from iree_py.codegen.llvm.common import ALIGN, I1, const_i64, element_ptr, for_range, min_index, return_unless
 from iree_py.codegen.llvm.dynamic.common import DynamicKernel
 from iree_py.ir.symbols import Expr, call, dim
 from iree_py.ir.types import Dim
@@ -70,15 +70,9 @@ def group_rows(dk: DynamicKernel, grid: RowGrid) -> tuple[ir.Value, ir.Value]:
     return start, min_index(b, b.add(start, per_group), dk.dim(grid.rows))
 
 
-def fail_unless(dk: DynamicKernel, ok: ir.Value, name: str = "check") -> None:
-    """Continue when `ok` (i1) holds, else return GUARD_FAILED from the kernel before touching memory."""
-    b = dk.builder
-    fn = b.block.function
-    fail, cont = fn.append_basic_block(f"{name}.fail"), fn.append_basic_block(f"{name}.ok")
-    b.cbranch(ok, cont, fail)
-    b.position_at_end(fail)
-    b.ret(const_i32(GUARD_FAILED))
-    b.position_at_end(cont)
+def fail_unless(dk: DynamicKernel, ok: ir.Value, name: str = "check", status: int = STATUS_DISPATCH_REFUSED) -> None:
+    """Continue when `ok` (i1) holds, else return `status` from the kernel before touching memory."""
+    return_unless(dk.builder, ok, status, name)
 
 
 def require_same_dims(dk: DynamicKernel, pairs: list[tuple[Dim, Dim, str]], what: str) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from iree_py.errors import CompileError
+from iree_py.codegen.kernel_abi import STATUS_UNSUPPORTED_VALUE
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import I64, const_i64, element_ptr, entry_alloca, for_range
 from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
@@ -191,7 +192,7 @@ class Slices:
 
 
 def _refuse_nan(dk: DynamicKernel, elements: Elements, size: ir.Value) -> None:
-    """Unique has no order for NaN: the count kernel fails when the data holds one."""
+    """Unique has no order for NaN: the count kernel fails (STATUS_UNSUPPORTED_VALUE) when the data holds one."""
     if not elements.is_float():
         return
     b = dk.builder
@@ -200,7 +201,7 @@ def _refuse_nan(dk: DynamicKernel, elements: Elements, size: ir.Value) -> None:
     with for_range(b, 0, size, name="i") as i:
         v = elements.load(b, dk.binding(0), i)
         b.store(b.or_(b.load(seen), b.fcmp_unordered("uno", v, v)), seen)
-    fail_unless(dk, b.not_(b.load(seen)), "nan")
+    fail_unless(dk, b.not_(b.load(seen)), "nan", STATUS_UNSUPPORTED_VALUE)
 
 
 def build_unique_count(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:

@@ -1,5 +1,5 @@
 """Helpers the dynamic matmul, softmax, reduce and lrn kernels share: dims that must agree (checked
-at build time when both are known, else in the kernel body, which then returns GUARD_FAILED without
+at build time when both are known, else in the kernel body, which then returns STATUS_DISPATCH_REFUSED without
 touching memory), products of dims, and row loops whose length is only known at run time.
 """
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Iterable
 
 from llvmlite import ir
 
+from iree_py.codegen.kernel_abi import STATUS_DISPATCH_REFUSED
 from iree_py.codegen.llvm.common import (F32, I1, I32, const_i32, const_i64, float_vector, for_range, load_f32,
                                          store_f32)
-from iree_py.codegen.llvm.dispatch_guard import GUARD_FAILED
 from iree_py.codegen.llvm.dynamic.common import DynamicKernel
 from iree_py.codegen.target import Target
 from iree_py.ir.symbols import Expr, dim
@@ -30,7 +30,7 @@ def product(dims: Iterable[Dim]) -> Dim:
 class Agreements:
     """Dims that must agree, for one kernel. `equal(x, y)` / `one_or_equal(x, y)` raise at build
     time when both sides are known and disagree, drop the check when they are known to agree, and
-    otherwise keep it for `emit`, which makes the kernel return GUARD_FAILED before it reads or
+    otherwise keep it for `emit`, which makes the kernel return STATUS_DISPATCH_REFUSED before it reads or
     writes anything when a check fails at run time (the VM's dim checks normally catch that first)."""
 
     what: str
@@ -68,7 +68,7 @@ class Agreements:
         good = fn.append_basic_block("dims_agree")
         b.cbranch(ok, good, bad)
         b.position_at_end(bad)
-        b.ret(const_i32(GUARD_FAILED))
+        b.ret(const_i32(STATUS_DISPATCH_REFUSED))
         b.position_at_end(good)
 
 

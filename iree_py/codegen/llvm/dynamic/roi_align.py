@@ -1,13 +1,15 @@
 """Kernel of the RoiAlign op (iree_py/ir/ops_nms.py), static and symbolic specs alike: one workgroup
 per roi. The samples per bin come from the roi read at run time (sampling_ratio 0: ceil(roi size /
 output size)); each sample is bilinear over the four neighbours, as onnxruntime computes it in f32
-(samples outside [-1, size] count as 0). A batch index outside the images, or a roi whose sample
-count is not finite or above 2^24 per axis, fails the dispatch."""
+(samples outside [-1, size] count as 0). A batch index outside the images fails the dispatch with
+STATUS_INDEX_OUT_OF_RANGE, a roi whose sample count is not finite or above 2^24 per axis with
+STATUS_UNSUPPORTED_VALUE (codegen/kernel_abi.py)."""
 from __future__ import annotations
 
 from llvmlite import ir
 
 from iree_py.errors import CompileError
+from iree_py.codegen.kernel_abi import STATUS_INDEX_OUT_OF_RANGE, STATUS_UNSUPPORTED_VALUE
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import F32, I64, const_f32, const_i64, element_ptr, entry_alloca, for_range
 from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
@@ -36,7 +38,7 @@ def _grid(dk: DynamicKernel, ratio: int, size: ir.Value, out: int) -> ir.Value:
     ceil = b.module.declare_intrinsic("llvm.ceil", [F32])
     v = b.call(ceil, [b.fdiv(size, const_f32(float(out)))])
     fail_unless(dk, b.fcmp_ordered("<=", b.call(b.module.declare_intrinsic("llvm.fabs", [F32]), [v]),
-                                   const_f32(MAX_GRID)), "grid")
+                                   const_f32(MAX_GRID)), "grid", STATUS_UNSUPPORTED_VALUE)
     return b.fptosi(v, I64)
 
 
@@ -84,7 +86,8 @@ def build_roi_align(spec: KernelSpec, module: ir.Module, target: Target) -> Kern
     images, channels, height, width = dk.dims(spec.inputs[0])
     r = dk.workgroup_id_index(0)
     image = _load(b, batches, r, I64)
-    fail_unless(dk, b.and_(b.icmp_signed(">=", image, const_i64(0)), b.icmp_signed("<", image, images)), "batch_index")
+    fail_unless(dk, b.and_(b.icmp_signed(">=", image, const_i64(0)), b.icmp_signed("<", image, images)), "batch_index",
+                STATUS_INDEX_OUT_OF_RANGE)
     fail_unless(dk, b.and_(b.icmp_signed(">", height, const_i64(0)), b.icmp_signed(">", width, const_i64(0))), "image")
     scale, offset = const_f32(float(a["spatial_scale"])), const_f32(0.5 if half_pixel else 0.0)
     x0, y0, x1, y1 = (b.fsub(b.fmul(_load(b, rois, b.add(b.mul(r, const_i64(4)), const_i64(t)), F32), scale), offset)

@@ -14,7 +14,7 @@ import functools
 
 import pytest
 from model_runs import compare_runs, compiled, iree_call, output_steps, reference_call, run_case
-from wheel_models import BY_NAME, MODELS, Case
+from wheel_models import ARM64_IN_DEFAULT_RUN, BY_NAME, MODELS, Case, heavy_on
 
 TARGETS = ("host", "arm64")
 
@@ -24,7 +24,7 @@ def _cases() -> list:
     for model in MODELS:
         for target in TARGETS:
             for case in model.cases:
-                marks = [pytest.mark.heavy] if target in model.heavy else []
+                marks = [pytest.mark.heavy] if heavy_on(model, target) else []
                 params.append(pytest.param(model.name, target, case.name, marks=marks,
                                            id=f"{model.name}-{target}-{case.name}"))
     return params
@@ -47,6 +47,7 @@ def test_catalog_is_consistent() -> None:
         assert model.cases and len({c.name for c in model.cases}) == len(model.cases), model.name
         assert len(model.sha256) == 64 and model.wheel.license, model.name
         assert model.heavy <= set(TARGETS), model.name
+    assert ARM64_IN_DEFAULT_RUN <= set(BY_NAME)
 
 
 @pytest.mark.parametrize("model_name,target,case_name", _cases())

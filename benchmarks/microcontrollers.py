@@ -20,7 +20,7 @@ import onnxruntime as ort
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from iree_py.codegen.target import load_target  # noqa: E402
+from iree_py.targets import load_target  # noqa: E402
 from iree_py.compiler import CompileOptions, compile_model  # noqa: E402
 from iree_py.module.reader import read_module  # noqa: E402
 from iree_py.runtime import board  # noqa: E402

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from iree_py.errors import CompileError, IreePyError, IreeRuntimeError, ModuleFormatError
 
 if TYPE_CHECKING:
-    from iree_py.codegen.target import Target
+    from iree_py.targets import Target
 
 # The one place the version is written: pyproject.toml reads it (dynamic version), and the per-user
 # build cache keys cross runtimes by it (iree_py/runtime/build.py).
@@ -25,7 +25,7 @@ def compile(model: str | Path | bytes, target: str | Target = "host", *, dims: d
             dim_bounds: dict[str, tuple[int, int]] | None = None, pool_bytes: int | None = None,
             debug_info: bool = True, jobs: int | None = None) -> bytes:
     """Compile an ONNX model (path or bytes) for `target` (a name in targets/, or a Target record
-    from iree_py.codegen.target); returns the module (.vmfb) bytes. Input dims named in `dims` are
+    from iree_py.targets); returns the module (.vmfb) bytes. Input dims named in `dims` are
     fixed to those values; other symbolic dims stay dynamic (one module serves every size), planned
     at the upper bound of their `dim_bounds` range when given, else from a run-time pool of
     `pool_bytes`. A big model's LLVM work runs in `jobs` processes (None: one per core)."""

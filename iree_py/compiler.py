@@ -8,7 +8,7 @@ from typing import Callable
 from iree_py.codegen.dispatch import Dispatch, dispatch_for
 from iree_py.codegen.kernel_spec import ExecutableBlob, KernelSpec
 from iree_py.codegen.llvm import build_executable
-from iree_py.codegen.target import Target, load_target
+from iree_py.targets import Target, load_target
 from iree_py.errors import CompileError, reported_as_internal
 from iree_py.fit import check_fit, footprint
 from iree_py.frontends.onnx import import_onnx

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.errors import CompileError
 from iree_py.module import model as mod
 

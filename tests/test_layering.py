@@ -11,6 +11,7 @@ SHARED = {
     "user_cache": set(),                 # the per-user folder for what is built on first use
     "resources": {"errors"},             # where the data files are (targets, runtime sources)
     "system_tools": {"errors"},          # programs from the system (compilers, qemu) and their packages
+    "targets": {"errors", "resources"},  # target records: data that codegen, runtime and cli read
 }
 
 # package -> the iree_py packages (or modules) it may import, besides itself and the SHARED modules.
@@ -21,7 +22,7 @@ ALLOWED = {
     "codegen": {"ir"},
     "vm": {"ir", "codegen.kernel_spec", "codegen.dispatch"},
     "module": {"ir", "vm"},
-    "runtime": {"module", "ir.types", "codegen.target", "codegen.kernel_abi"},  # the ABI's status table
+    "runtime": {"module", "ir.types", "codegen.kernel_abi"},  # the ABI's status table
     "cli": {"*"},
     "conformance": {"*"},  # a tool on top, like the CLI
 }

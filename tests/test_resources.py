@@ -8,7 +8,7 @@ import pytest
 
 from iree_py import resources
 from iree_py.cli.main import main
-from iree_py.codegen.target import available_targets, load_target
+from iree_py.targets import available_targets, load_target
 from iree_py.errors import IreePyError
 
 ROOT = Path(__file__).resolve().parents[1]

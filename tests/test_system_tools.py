@@ -14,7 +14,7 @@ import pytest
 from iree_py.cli import build_runtime as build_runtime_cli
 from iree_py.cli.main import main
 from iree_py.codegen.llvm.link import find_linker
-from iree_py.codegen.target import available_targets, load_target
+from iree_py.targets import available_targets, load_target
 from iree_py.errors import IreePyError, ToolNotFoundError
 from iree_py.runtime.board import QemuBoard
 from iree_py.runtime.build import build_runtime

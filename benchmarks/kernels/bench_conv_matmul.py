@@ -24,7 +24,7 @@ from onnx import TensorProto, helper  # noqa: E402
 from iree_py.codegen.kernel_spec import KernelSpec  # noqa: E402
 from iree_py.codegen.llvm import build_executable  # noqa: E402
 from iree_py.codegen.llvm.jit import LoadedLibrary  # noqa: E402
-from iree_py.codegen.target import load_target  # noqa: E402
+from iree_py.targets import load_target  # noqa: E402
 from iree_py.ir.types import DType, TensorType  # noqa: E402
 
 

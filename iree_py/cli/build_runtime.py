@@ -14,7 +14,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from iree_py.codegen.target import Target, load_target
+from iree_py.targets import Target, load_target
 from iree_py.errors import IreePyError
 from iree_py.resources import runtime_sources
 from iree_py.runtime import board

@@ -146,7 +146,7 @@ def version_text() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from iree_py.codegen.target import available_targets
+    from iree_py.targets import available_targets
     parser = argparse.ArgumentParser(prog="iree-py", description="Compile ONNX models to compact modules and run them.")
     parser.add_argument("--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", required=True)

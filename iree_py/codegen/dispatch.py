@@ -15,7 +15,7 @@ from iree_py.codegen.kernel_spec import (EXPR_BINARY_OPS, EXPR_TERNARY_OPS, EXPR
                                         Expr, ExprStep, KernelSpec)
 from iree_py.codegen.llvm.conv import choose_conv_strategy, conv_shape
 from iree_py.codegen.qconv_packing import choose_qconv_kernel
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.codegen.weight_packing import M_BLOCKED, pack_m_blocked
 from iree_py.errors import CompileError
 from iree_py.ir.graph import Node, Value

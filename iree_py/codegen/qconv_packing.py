@@ -26,7 +26,7 @@ import dataclasses
 import numpy as np
 
 from iree_py.codegen.llvm import qdepthwise
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.graph import Value
 from iree_py.ir.types import DType, TensorType
 

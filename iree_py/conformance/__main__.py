@@ -25,7 +25,7 @@ def default_expected(target: str) -> Path:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from iree_py.codegen.target import available_targets
+    from iree_py.targets import available_targets
     parser.add_argument("--target", default="host", choices=available_targets())
     parser.add_argument("--filter", default="", metavar="SUBSTRING", help="only the cases whose name contains this")
     parser.add_argument("--out", metavar="FILE", help="write the markdown table of every case here")

@@ -69,7 +69,7 @@ def run_case(case: ConformanceCase, target: str = "host") -> CaseResult:
 
 
 def device_for(target: str) -> str:
-    from iree_py.codegen.target import load_target
+    from iree_py.targets import load_target
     return "local" if load_target(target).run == "local" else "qemu"
 
 

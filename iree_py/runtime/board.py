@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from iree_py.codegen.target import Target, available_targets, load_target
+from iree_py.targets import Target, available_targets, load_target
 from iree_py.errors import IreePyError
 from iree_py.resources import runtime_sources
 from iree_py.runtime.build import build_root, newest_source_mtime

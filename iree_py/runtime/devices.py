@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iree_py.codegen.target import Target, available_targets, load_target
+from iree_py.targets import Target, available_targets, load_target
 from iree_py.errors import IreePyError, IreeRuntimeError
 from iree_py.module.model import Function, Module
 from iree_py.module.state_info import has_state

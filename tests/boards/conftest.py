@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from iree_py.codegen.target import Target, load_target
+from iree_py.targets import Target, load_target
 from iree_py.runtime.board import QemuBoard
 
 BOARD_TARGETS = ("cortex-m4", "cortex-m7", "riscv32")

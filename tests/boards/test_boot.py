@@ -38,6 +38,6 @@ def test_qemu_stops_on_close_and_on_error(target):
 
 
 def test_every_board_of_a_target_is_known():
-    from iree_py.codegen.target import available_targets, load_target
+    from iree_py.targets import available_targets, load_target
     boards = {load_target(n).board for n in available_targets() if load_target(n).runtime == "bare-metal"}
     assert boards <= set(BOARDS)

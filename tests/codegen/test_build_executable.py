@@ -14,7 +14,7 @@ from iree_py.codegen.llvm import build_executable, emit_assembly, emit_llvm_ir
 from iree_py.codegen.llvm.dynamic import DYNAMIC_BUILDERS
 from iree_py.codegen.llvm.jit import LoadedLibrary
 from iree_py.codegen.llvm.module_builder import INT_OR_EXPR_DIM_KINDS, KERNEL_BUILDERS
-from iree_py.codegen.target import load_target
+from iree_py.targets import load_target
 from tests.codegen.conftest import f32
 
 EM_X86_64, EM_AARCH64, EM_RISCV = 62, 183, 243

@@ -12,7 +12,7 @@ from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm import build_executable
 from iree_py.codegen.llvm.dynamic import is_dynamic
 from iree_py.codegen.llvm.jit import LoadedLibrary, run_kernels
-from iree_py.codegen.target import load_target
+from iree_py.targets import load_target
 from iree_py.ir.ops import infer_types
 from iree_py.ir.reference import KERNELS
 from iree_py.ir.symbols import Expr, evaluate

@@ -9,7 +9,7 @@ import pytest
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm import build_executable
 from iree_py.codegen.llvm.jit import run_kernels
-from iree_py.codegen.target import load_target
+from iree_py.targets import load_target
 from iree_py.ir.types import DType, TensorType
 
 

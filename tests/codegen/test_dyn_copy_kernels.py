@@ -16,7 +16,7 @@ from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm import build_executable
 from iree_py.codegen.llvm.dynamic import is_dynamic
 from iree_py.codegen.llvm.jit import LoadedLibrary
-from iree_py.codegen.target import load_target
+from iree_py.targets import load_target
 from iree_py.ir.symbols import Expr, call, evaluate
 from iree_py.ir.types import DType, TensorType
 

@@ -10,7 +10,7 @@ import pytest
 from iree_py.codegen.kernel_spec import EpilogueOp, KernelSpec
 from iree_py.codegen.llvm import build_executable
 from iree_py.codegen.llvm.jit import LoadedLibrary
-from iree_py.codegen.target import load_target
+from iree_py.targets import load_target
 from iree_py.ir.symbols import call
 from iree_py.ir.types import DType, TensorType
 from tests.codegen.epilogue_reference import apply_epilogue

@@ -10,7 +10,7 @@ import pytest
 from iree_py.codegen.kernel_spec import EpilogueOp, KernelSpec
 from iree_py.codegen.llvm import build_executable
 from iree_py.codegen.llvm.jit import LoadedLibrary
-from iree_py.codegen.target import load_target
+from iree_py.targets import load_target
 from iree_py.codegen.llvm.recurrent import OPS
 from iree_py.ir import reference
 from iree_py.ir.ops_recurrent import FUNCTIONS_PER_DIRECTION, GATES

@@ -8,7 +8,7 @@ import pytest
 from iree_py.codegen.kernel_spec import Expr, ExprStep, KernelSpec
 from iree_py.codegen.llvm import build_executable
 from iree_py.codegen.llvm.jit import run_kernels
-from iree_py.codegen.target import load_target
+from iree_py.targets import load_target
 from tests.codegen.conftest import assert_close, f32
 
 BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}

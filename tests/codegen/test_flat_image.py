@@ -13,7 +13,7 @@ from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm import build_executable, build_kernel_objects
 from iree_py.codegen.llvm.flat_image import FlatImageError, _Elf, link_flat_image
 from iree_py.codegen.llvm.target_machine import create_target_machine
-from iree_py.codegen.target import Target, load_target
+from iree_py.targets import Target, load_target
 from iree_py.compiler import deduplicate, partition
 from iree_py.frontends.onnx import import_onnx
 from iree_py.passes.pipeline import run_pipeline

@@ -139,7 +139,7 @@ def test_bad_specs_are_rejected() -> None:
     """A malformed spec is the caller's bug: the builder's ValueError, with a note naming the kernel
     (compile_model turns it into an InternalCompilerError that says so)."""
     from iree_py.codegen.llvm import build_executable
-    from iree_py.codegen.target import load_target
+    from iree_py.targets import load_target
     data, f_idx = TensorType(DType.f32, (3, 4)), TensorType(DType.f32, (2,))
     with pytest.raises(ValueError, match="must be i32 or i64") as caught:
         build_executable([KernelSpec("g", "gather", (data, f_idx), (TensorType(DType.f32, (2, 4)),), {"axis": 0})],

@@ -16,7 +16,7 @@ from iree_py.codegen.llvm.jit import LoadedLibrary
 from iree_py.codegen.llvm import kernel_objects
 from iree_py.codegen.llvm.kernel_objects import CACHE_ENABLED_VARIABLE, cache_folder, compile_kernel, compile_kernels
 from iree_py.codegen.llvm.module_builder import kernel_ir
-from iree_py.codegen.target import load_target
+from iree_py.targets import load_target
 from iree_py.user_cache import CACHE_DIR_VARIABLE
 from tests.codegen.conftest import f32
 

@@ -9,7 +9,7 @@ from llvmlite import ir
 from iree_py.codegen.kernel_spec import EpilogueOp, KernelSpec
 from iree_py.codegen.llvm import emit_assembly, matmul
 from iree_py.codegen.llvm.jit import run_kernels
-from iree_py.codegen.target import load_target
+from iree_py.targets import load_target
 from iree_py.ir.types import DType, TensorType
 from tests.codegen.epilogue_reference import apply_epilogue
 
@@ -133,7 +133,7 @@ def test_matmul_tiling_follows_target_registers():
 
 
 def test_host_vector_shape_from_cpu_features():
-    from iree_py.codegen.target import vector_shape_from_features
+    from iree_py.targets import vector_shape_from_features
     assert vector_shape_from_features({"avx", "avx2", "avx512f"}, "x86_64") == (512, 32)
     assert vector_shape_from_features({"avx", "avx2"}, "x86_64") == (256, 16)
     assert vector_shape_from_features({"sse4.2"}, "x86_64") == (128, 16)

@@ -14,7 +14,7 @@ from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm.flat_image import link_flat_image
 from iree_py.codegen.llvm.jit import run_kernels
 from iree_py.codegen.llvm import build_kernel_objects
-from iree_py.codegen.target import load_target
+from iree_py.targets import load_target
 from iree_py.ir.ops import infer_types
 from iree_py.ir.ops_qsoftmax import qsoftmax_params
 from iree_py.ir.reference import KERNELS

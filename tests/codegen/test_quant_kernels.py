@@ -11,7 +11,7 @@ import iree_py
 from iree_py.codegen.dispatch import DIRECT_KERNELS
 from iree_py.codegen.llvm import build_executable, build_kernel_objects
 from iree_py.codegen.llvm.flat_image import link_flat_image
-from iree_py.codegen.target import load_target
+from iree_py.targets import load_target
 from iree_py.compiler import build_module, deduplicate, partition, reserve_output_copies
 from iree_py.ir.build import NameTable, constant, make_node
 from iree_py.ir.graph import Graph, Node, Value

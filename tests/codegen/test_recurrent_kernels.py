@@ -141,7 +141,7 @@ def test_qlstm_finished_entries_count_as_zero_or_as_their_last_state() -> None:
 def test_qlstm_with_a_symbolic_sequence_length() -> None:
     from iree_py.codegen.llvm import build_executable
     from iree_py.codegen.llvm.jit import LoadedLibrary
-    from iree_py.codegen.target import load_target
+    from iree_py.targets import load_target
     from iree_py.ir.symbols import Expr
 
     seq = Expr.of("seq")

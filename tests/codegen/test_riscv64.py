@@ -11,7 +11,7 @@ import pytest
 from iree_py.codegen.kernel_spec import Expr, ExprStep, KernelSpec
 from iree_py.codegen.llvm import build_executable, emit_assembly
 from iree_py.codegen.llvm import matmul
-from iree_py.codegen.target import load_target
+from iree_py.targets import load_target
 from tests.codegen.conftest import f32
 
 EF_RISCV_RVC, EF_RISCV_FLOAT_ABI_MASK, EF_RISCV_FLOAT_ABI_DOUBLE = 0x1, 0x6, 0x4

@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import iree_py
 from iree_py.codegen.qconv_packing import x86_vnni_bytes
-from iree_py.codegen.target import load_target
+from iree_py.targets import load_target
 
 
 def host_differs_from_x86_64() -> bool:

@@ -18,7 +18,7 @@ import pytest
 
 import iree_py
 from harness import assert_close, random_inputs, run_onnxruntime, run_reference
-from iree_py.codegen.target import load_target
+from iree_py.targets import load_target
 from iree_py.module.reader import read_module
 from iree_py.module.writer import write_module
 from test_ops import CASES

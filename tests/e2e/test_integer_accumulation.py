@@ -20,7 +20,7 @@ import iree_py
 from harness import run_spec
 from iree_py.codegen.llvm.flat_image import link_flat_image
 from iree_py.codegen.llvm import build_kernel_objects
-from iree_py.codegen.target import load_target
+from iree_py.targets import load_target
 from iree_py.compiler import deduplicate, partition
 from iree_py.frontends.onnx import import_onnx
 from iree_py.passes.pipeline import run_pipeline

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import iree_py
-from iree_py.codegen.target import load_target
+from iree_py.targets import load_target
 from iree_py.resources import runtime_sources, stage_package_data
 from iree_py.runtime import board
 from iree_py.runtime.build import build_host_runtime_into, build_root, cache_key, host_library, runner_for

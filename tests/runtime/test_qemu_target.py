@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from iree_py.codegen.target import load_target
+from iree_py.targets import load_target
 from iree_py.errors import IreePyError
 from iree_py.runtime import devices
 

@@ -11,7 +11,7 @@ from iree_py.codegen.llvm.kernel_objects import compile_kernels, emit_kernel_ass
     optimized_module, target_machine
 from iree_py.codegen.llvm.link import link_shared_object
 from iree_py.codegen.llvm.module_builder import KERNEL_BUILDERS, kernel_irs, library_export_module, library_export_object
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 
 __all__ = ["KERNEL_BUILDERS", "build_executable", "build_kernel_objects", "emit_llvm_ir", "emit_assembly"]
 

@@ -20,7 +20,7 @@ from typing import Iterator
 from llvmlite import ir
 
 from iree_py.codegen.kernel_abi import dispatch_state_layout, workgroup_state_layout
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)

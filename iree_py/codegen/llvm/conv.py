@@ -43,7 +43,7 @@ from iree_py.codegen.llvm.epilogue import (TilePosition, apply_epilogue, carried
                                            load_strided_tile, load_tile, simple_loop, splat,
                                            store_tile, zero)
 from iree_py.codegen.llvm.matmul import vector_widths
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 
 MAX_VECTORS_PER_TILE = 4
 CHANNEL_BLOCK_TILES = 4      # a workgroup covers up to 4 channel tiles ...

@@ -39,7 +39,7 @@ from iree_py.codegen.llvm.conv_shape import ConvShape, valid_range
 from iree_py.codegen.llvm.epilogue import (TilePosition, apply_epilogue, carried_loop, check_epilogue,
                                            fma, i64, if_else, imax, imin, load_tile, narrow_tile,
                                            scatter_tile, simple_loop, splat, zero)
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 
 MAX_VECTORS = 4      # channel vectors per tile
 MIN_WORKGROUPS = 8   # split rows across workgroups only until the grid has about this many

@@ -15,7 +15,7 @@ from llvmlite import ir
 from iree_py.codegen.kernel_abi import STATUS_DISPATCH_REFUSED, dispatch_state_layout, workgroup_state_layout
 from iree_py.codegen.kernel_spec import KernelInfo
 from iree_py.codegen.llvm.common import I8, I32, I64, KERNEL_FN_TYPE, const_i32, const_i64, load_binding_length
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 
 def body_name(name: str) -> str:
     """The kernel is built under this name; `name` itself becomes the guard."""

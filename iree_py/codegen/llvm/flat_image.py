@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 
 from iree_py.codegen.llvm.link import find_linker, write_objects
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 
 CODE_ALIGNMENT = 64    # the module keeps `code` 64-byte aligned (module.fbs force_align), so can the image
 SECOND_BASE = 0x10000  # the check link's base; 64 KiB keeps every section alignment kernels use

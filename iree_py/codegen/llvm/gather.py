@@ -29,7 +29,7 @@ from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_ker
 from iree_py.codegen.llvm.dynamic.copy_common import copy_run, fail_unless, product, row_grid
 from iree_py.codegen.llvm.index_common import (check_indexing, element_strides, elements_offset, load_index,
                                                tuple_offset, wrap_index)
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir import indexing_ops
 from iree_py.ir.types import Dim
 

@@ -16,7 +16,7 @@ from iree_py.codegen.kernel_abi import (KERNEL_ABI_VERSION, LIBRARY_QUERY_SYMBOL
                                         KernelLibrary, WorkgroupState)
 from iree_py.codegen.kernel_spec import ExecutableBlob, KernelInfo, KernelSpec
 from iree_py.codegen.llvm import build_executable
-from iree_py.codegen.target import Target, load_target
+from iree_py.targets import Target, load_target
 from iree_py.ir.symbols import evaluate
 from iree_py.ir.types import TensorType
 

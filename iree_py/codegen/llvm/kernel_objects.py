@@ -30,7 +30,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from iree_py.codegen.llvm.target_machine import abi_name, cpu_features, cpu_name, create_target_machine
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.user_cache import user_cache_dir
 
 CANONICAL_NAME = "irp_kernel"   # the kernel's name in its canonical IR text

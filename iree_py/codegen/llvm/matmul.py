@@ -25,7 +25,7 @@ from iree_py.codegen.llvm.common import begin_kernel, lanes_f32, static_shape
 from iree_py.codegen.llvm.epilogue import (TilePosition, apply_epilogue, carried_loop,
                                            check_epilogue, fma, i64, if_then, imin, load_tile,
                                            simple_loop, splat, store_tile, zero)
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.types import DType
 
 ROW_BLOCK_ROWS = 48      # a workgroup covers about this many rows ...

@@ -13,7 +13,7 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import begin_kernel, const_i64, entry_alloca, for_range
 from iree_py.codegen.llvm.matmul import _batch_offsets, matmul_shape
 from iree_py.codegen.llvm.reduce_f64 import F64, d, load_f64, store_f64
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.types import DType
 
 

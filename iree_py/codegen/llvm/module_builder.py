@@ -18,7 +18,7 @@ from iree_py.codegen.llvm.dispatch_guard import add_dispatch_guard, body_name
 from iree_py.codegen.llvm.dynamic import DYNAMIC_BUILDERS, is_dynamic
 from iree_py.codegen.llvm.kernel_objects import CANONICAL_NAME, canonical_text, data_layout, target_machine
 from iree_py.codegen.llvm.library import add_library_export
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 
 Builder = Callable[[KernelSpec, ir.Module, Target], KernelInfo]
 

@@ -30,7 +30,7 @@ from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_ker
 from iree_py.codegen.llvm.math_core import (emit_rational_sigmoid, emit_rational_tanh, fmax, fmin, integral_to_int,
                                             round_half_even)
 from iree_py.codegen.llvm.recurrent import MAX_SCRATCH_FLOATS, Activation, _activation
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.ops_recurrent import num_directions
 from iree_py.ir.types import DType
 

@@ -16,7 +16,7 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (ALIGN, I32, I64, begin_kernel, const_i64, element_ptr, entry_alloca,
                                          for_range, static_shape)
 from iree_py.codegen.llvm.math_f64 import exp_f64, log_f64
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.types import DType
 
 F64 = ir.DoubleType()

@@ -6,7 +6,7 @@ from functools import cache
 
 import llvmlite.binding as llvm
 
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 
 
 @cache

@@ -10,7 +10,7 @@ from iree_py.codegen.llvm.common import const_i64
 from iree_py.codegen.llvm.copy_common import element_type
 from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
 from iree_py.codegen.llvm.dynamic.copy_common import require_same_dims, strided_gather
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 
 
 def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:

@@ -22,7 +22,7 @@ from iree_py.codegen.kernel_abi import dispatch_state_layout
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import I8, I32, I64, PTR, KernelBuilder, begin_kernel, const_i64
 from iree_py.codegen.llvm.dynamic import kernel_symbols
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.symbols import Call, Expr
 from iree_py.ir.types import Dim, TensorType
 

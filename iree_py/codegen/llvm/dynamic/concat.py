@@ -12,7 +12,7 @@ from iree_py.codegen.llvm.copy_common import element_type
 from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
 from iree_py.codegen.llvm.dynamic.copy_common import (copy_run, group_rows, product, require_same_dims, row_grid,
                                                        total)
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 
 
 def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:

@@ -31,7 +31,7 @@ from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_ker
 from iree_py.codegen.llvm.epilogue import (TilePosition, apply_epilogue, carried_loop, check_epilogue, fma, i64,
                                            if_then, imax, imin, load_strided_tile, load_tile, simple_loop, splat,
                                            store_tile, zero)
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.symbols import Expr, call
 from iree_py.ir.types import DType
 

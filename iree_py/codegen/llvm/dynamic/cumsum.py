@@ -11,7 +11,7 @@ from iree_py.codegen.llvm.common import const_i64, element_ptr, entry_alloca, fo
 from iree_py.codegen.llvm.cumsum import ACCUMULATIONS, ELEMENT_TYPES
 from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
 from iree_py.codegen.llvm.dynamic.copy_common import product, require_same_dims
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 
 
 def _build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:

@@ -14,7 +14,7 @@ from iree_py.codegen.llvm.common import const_i64, for_range
 from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
 from iree_py.codegen.llvm.elementwise import _check_expr, evaluate_expr, step_dtypes
 from iree_py.codegen.llvm.typed_values import load_typed, store_typed
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.symbols import call, dim
 
 ROWS_PER_GROUP = 64

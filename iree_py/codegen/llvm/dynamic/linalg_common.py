@@ -13,7 +13,7 @@ from iree_py.codegen.kernel_abi import STATUS_DISPATCH_REFUSED
 from iree_py.codegen.llvm.common import (F32, I1, I32, const_i32, const_i64, float_vector, for_range, load_f32,
                                          store_f32)
 from iree_py.codegen.llvm.dynamic.common import DynamicKernel
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.symbols import Expr, dim
 from iree_py.ir.types import Dim
 

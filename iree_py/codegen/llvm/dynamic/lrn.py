@@ -14,7 +14,7 @@ from iree_py.codegen.llvm.common import (const_i64, entry_alloca, for_range, lan
 from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
 from iree_py.codegen.llvm.dynamic.linalg_common import Agreements, for_columns, product
 from iree_py.codegen.llvm.math import emit_pow
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.types import DType
 
 

@@ -28,7 +28,7 @@ from iree_py.codegen.llvm.dynamic.linalg_common import Agreements, product
 from iree_py.codegen.llvm.epilogue import (TilePosition, apply_epilogue, carried_loop, check_epilogue, fma, imin,
                                            load_tile, simple_loop, splat, store_tile, zero)
 from iree_py.codegen.llvm.matmul import MatmulTiling, matmul_tiling
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.symbols import call, dim
 from iree_py.ir.types import Dim, DType
 

@@ -18,7 +18,7 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import F32, I64, const_f32, const_i64, element_ptr, entry_alloca, for_range
 from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
 from iree_py.codegen.llvm.dynamic.copy_common import attr_dim, fail_unless, product
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.types import DType
 
 I1 = ir.IntType(1)

@@ -20,7 +20,7 @@ from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
 from iree_py.codegen.llvm.dynamic.copy_common import (copy_run, fail_unless, fill_run, group_rows, product,
                                                        require_same_dims, row_grid, row_major_strides)
 from iree_py.codegen.llvm.pad import value_bits
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.ops_resize_pad import PAD_MODES
 from iree_py.ir.symbols import Expr, dim
 

@@ -23,7 +23,7 @@ from iree_py.codegen.llvm.common import (F32, I32, I64, const_i64, element_ptr, 
 from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
 from iree_py.codegen.llvm.math import fmax
 from iree_py.codegen.llvm.pool import _lp_power, _lp_root
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.symbols import Expr, dim
 from iree_py.ir.types import DType
 

@@ -27,7 +27,7 @@ from iree_py.codegen.llvm.common import (I32, I64, const_f32, const_i64, element
                                          load_f32, store_f32)
 from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
 from iree_py.codegen.llvm.recurrent import MAX_SCRATCH_FLOATS, OPS, _activation, _Layer, _scratch
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.ops_recurrent import FUNCTIONS_PER_DIRECTION, GATES, num_directions
 from iree_py.ir.types import DType
 

@@ -20,7 +20,7 @@ from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
 from iree_py.codegen.llvm.dynamic.linalg_common import (Agreements, count_to_f32, for_columns, product, static_value)
 from iree_py.codegen.llvm.reduce import reduce_row
 from iree_py.codegen.llvm.reduce_kernel import KINDS, REDUCERS, Reducer, _reduce
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.types import Dim, DType
 
 

@@ -24,7 +24,7 @@ from iree_py.codegen.llvm.common import (ALIGN, F32, I64, const_f32, const_i64, 
 from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
 from iree_py.codegen.llvm.dynamic.linalg_common import count_to_f32
 from iree_py.codegen.llvm.reduce_kernel import KINDS, REDUCERS, Reducer, _reduce
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.types import DType
 
 

@@ -25,7 +25,7 @@ from iree_py.codegen.llvm.copy_common import element_type
 from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
 from iree_py.codegen.llvm.dynamic.linalg_common import count_to_f32
 from iree_py.codegen.llvm.pad import value_bits
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.dim_checks import product
 from iree_py.ir.types import DType
 

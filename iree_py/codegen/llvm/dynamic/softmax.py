@@ -21,7 +21,7 @@ from iree_py.codegen.llvm.dynamic.linalg_common import (Agreements, for_columns,
 from iree_py.codegen.llvm.reduce import reduce_row
 from iree_py.codegen.llvm.math import emit_exp, fmax
 from iree_py.codegen.llvm.math_core import emit_log
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.types import Dim, DType
 
 # contiguous(b, src, dst, base, length, lanes): one row when inner == 1 (length: i64 value);

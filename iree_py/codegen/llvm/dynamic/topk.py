@@ -17,7 +17,7 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import I64, const_i64, element_ptr, entry_alloca, for_range
 from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
 from iree_py.codegen.llvm.dynamic.copy_common import attr_dim, fail_unless, product, require_same_dims
-from iree_py.codegen.target import Target
+from iree_py.targets import Target
 from iree_py.ir.types import DType
 
 FLOATS = {DType.f32: ir.FloatType(), DType.f64: ir.DoubleType()}

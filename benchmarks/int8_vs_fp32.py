@@ -175,8 +175,8 @@ def main() -> None:
     args = parser.parse_args()
     import iree_py
     if args.generic_qconv:
-        import iree_py.codegen.dispatch as dispatch_module
-        dispatch_module.choose_qconv_kernel = lambda dispatch, target: dispatch
+        import iree_py.codegen.llvm.kernel_plan as plan_module
+        plan_module.choose_qconv_kernel = lambda dispatch, target: dispatch
     models = {kind: build_block(args.size, kind == "int8") for kind in ("fp32", "int8")}
     inputs = {kind: block_input(args.size, kind == "int8") for kind in ("fp32", "int8")}
     rows = []

@@ -5,9 +5,9 @@ import dataclasses
 from pathlib import Path
 from typing import Callable
 
+from iree_py.codegen.backend import backend_for
 from iree_py.codegen.dispatch import Dispatch, dispatch_for
 from iree_py.codegen.kernel_spec import ExecutableBlob, KernelSpec
-from iree_py.codegen.llvm import build_executable
 from iree_py.targets import Target, load_target
 from iree_py.errors import CompileError, reported_as_internal
 from iree_py.fit import check_fit, footprint
@@ -65,11 +65,13 @@ def _compile(model: ModelSource, options: CompileOptions, target: Target) -> byt
     mark_state_nodes(graph, plan)  # state reads/writes are copies in the host program (vm/state.py)
     arena_size, output_copies = reserve_output_copies(graph, plan)
     arena_size, state = reserve_state(graph, arena_size)  # module state: slots kept across calls
-    # 4. Partition: every node that is not a view is one dispatch region -> one kernel spec.
+    # 4. Partition: every node that is not a view is one dispatch region -> one kernel spec, which
+    #    the target's backend plans (its kernel variant, its constant weights' layout).
     dispatches = partition(graph, plan, target)
-    # 5. Codegen: identical kernels share an entry point; one object per kernel (cached) -> one ELF.
+    # 5. Codegen: identical kernels share an entry point; the backend builds one executable (llvm:
+    #    one object per kernel, cached -> one ELF).
     specs, entry_of = deduplicate([d.spec for d in dispatches])
-    blob = build_executable(specs, target, options.jobs)
+    blob = backend_for(target).build_executable(specs, target, options.jobs)
     # 6. Lower the host program to VM bytecode.
     program = lower_graph(graph, dispatches, entry_of, list(blob.kernels), plan, output_copies, state,
                           options.dim_bounds, arena_size)
@@ -115,8 +117,10 @@ def check_board_fit(target: Target, module: mod.Module, module_bytes: int, optio
 def partition(graph: Graph, plan: MemoryPlanResult | set[int], target: Target | None = None) -> list[Dispatch]:
     """One dispatch per node that needs a kernel, in the order the lowering meets them: a
     control-flow node's bodies in place of the node (their kernels join the one executable).
-    `plan`: the memory plan (or just the ids of the nodes it elided)."""
+    `plan`: the memory plan (or just the ids of the nodes it elided). With a `target`, each
+    dispatch is as its backend plans it."""
     dispatches: list[Dispatch] = []
+    planned = backend_for(target).plan if target is not None else (lambda d, _: d)
 
     def visit(g: Graph, p: MemoryPlanResult | set[int]) -> None:
         elided = p if isinstance(p, set) else p.elided
@@ -131,7 +135,8 @@ def partition(graph: Graph, plan: MemoryPlanResult | set[int], target: Target | 
                 for body, body_plan in zip(bodies(node), p.regions[id(node)].bodies):
                     visit(body, body_plan)
                 continue
-            dispatches.append(dispatch_for(node, f"k{len(dispatches)}_{node.op.lower()}", defined, target))
+            dispatch = dispatch_for(node, f"k{len(dispatches)}_{node.op.lower()}", defined)
+            dispatches.append(planned(dispatch, target))
 
     visit(graph, plan)
     return dispatches

@@ -19,6 +19,7 @@ from iree_py.resources import targets_dir
 class Target:
     name: str
     arch: str              # architecture of kernels and runtime: "x86_64", "aarch64", "riscv64", "thumbv7em", "riscv32"
+    backend: str           # the code generator that builds its kernels: "llvm" (iree_py/codegen/backend.py)
     triple: str            # LLVM target triple
     cpu: str               # LLVM CPU name; "host" means this machine's
     features: str          # LLVM feature string; "host" means this machine's

@@ -81,3 +81,19 @@ def test_checker_reads_modules_imported_from_the_package(tmp_path):
     source = tmp_path / "m.py"
     source.write_text("from iree_py import __version__, compiler, resources\n")
     assert imported_modules(source) == {"compiler", "resources"}
+
+
+# A backend's package is reached through codegen/backend.py (by the target's `backend`), never imported.
+BACKEND_PACKAGES = ("codegen.llvm",)
+
+
+def test_nothing_outside_a_backend_imports_it():
+    violations = []
+    for path in PACKAGE.rglob("*.py"):
+        here = ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
+        for target in imported_modules(path):
+            for backend in BACKEND_PACKAGES:
+                inside = here == backend or here.startswith(backend + ".")
+                if not inside and (target == backend or target.startswith(backend + ".")):
+                    violations.append(f"iree_py/{path.relative_to(PACKAGE)} imports iree_py.{target}")
+    assert not violations, "\n".join(violations)

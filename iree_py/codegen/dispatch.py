@@ -3,23 +3,17 @@
 After the passes, every node that is not a view (Reshape) is one dispatch region: its op, plus the
 elementwise nodes the fusion pass folded into it (`node.fused`, applied in order). This module
 decides the kernel kind, its inputs (the bindings) and, for fused elementwise ops, the epilogue or
-the elementwise expression. Given the target, it also re-lays out constant conv weights for the
-code path codegen picks (codegen/weight_packing.py).
+the elementwise expression. What is specific to a backend (its kernel variants, re-laid-out constant
+weights) is the backend's plan step (codegen/backend.py), applied after this one.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from iree_py.codegen.kernel_spec import (EXPR_BINARY_OPS, EXPR_TERNARY_OPS, EXPR_UNARY_OPS, UNARY_OPS, EpilogueOp,
                                         Expr, ExprStep, KernelSpec)
-from iree_py.codegen.llvm.conv import choose_conv_strategy, conv_shape
-from iree_py.codegen.qconv_packing import choose_qconv_kernel
-from iree_py.targets import Target
-from iree_py.codegen.weight_packing import M_BLOCKED, pack_m_blocked
 from iree_py.errors import CompileError
 from iree_py.ir.graph import Node, Value
-from iree_py.ir.types import TensorType
 
 ELEMENTWISE_OPS = (*EXPR_UNARY_OPS, *EXPR_BINARY_OPS, *EXPR_TERNARY_OPS)
 
@@ -258,54 +252,21 @@ def _integer_spec(node: Node, name: str) -> Dispatch:
     return Dispatch(node, spec, inputs, list(node.outputs))
 
 
-def _with_packed_conv_weight(dispatch: Dispatch, target: Target) -> Dispatch:
-    """A Conv whose weight is a constant and whose chosen code path (choose_conv_strategy) wants
-    it packed: the weight binding becomes a new constant holding the packed array, and the spec
-    says so (attrs weight_layout, weight_lanes). Any other dispatch: unchanged."""
-    x, weight = dispatch.inputs[0], dispatch.inputs[1]
-    if not weight.is_const or any(op.operand == 1 for op in dispatch.spec.epilogue) or not x.type.is_static:
-        return dispatch  # (symbolic dims: the dynamic conv reads the plain layout)
-    if len(x.type.shape) != 4 or len(weight.type.shape) != 4:
-        return dispatch
-    strategy = choose_conv_strategy(conv_shape(dispatch.spec), target)
-    if strategy.path != "channels":
-        return dispatch
-    group = int(dispatch.spec.attrs.get("group", 1))
-    packed = pack_m_blocked(weight.const, group, strategy.lanes)
-    packed_value = Value(f"{weight.name}.{M_BLOCKED}{strategy.lanes}", TensorType(weight.type.dtype, packed.shape),
-                         const=packed)
-    inputs = [dispatch.inputs[0], packed_value, *dispatch.inputs[2:]]
-    spec = dataclasses.replace(dispatch.spec, inputs=tuple(v.type for v in inputs),
-                               attrs={**dispatch.spec.attrs, "weight_layout": M_BLOCKED,
-                                      "weight_lanes": strategy.lanes})
-    return Dispatch(dispatch.node, spec, inputs, dispatch.outputs)
-
-
-def dispatch_for(node: Node, name: str, defined: set[int], target: Target | None = None) -> Dispatch:
-    """The kernel for one dispatch region. `defined`: ids of the graph's inputs and node results.
-    With a `target`, kernels may get target-specific weight layouts (conv2d: weight_packing.py)."""
+def dispatch_for(node: Node, name: str, defined: set[int]) -> Dispatch:
+    """The kernel for one dispatch region. `defined`: ids of the graph's inputs and node results."""
     if node.op in ELEMENTWISE_OPS:
         return _elementwise_spec(node, name, defined)
     if node.op in INTEGER_KERNELS:
-        dispatch = _integer_spec(node, name)
-        if dispatch.spec.kind == "qconv" and target is not None:
-            return choose_qconv_kernel(dispatch, target)
-        return dispatch
+        return _integer_spec(node, name)
     if node.op not in DIRECT_KERNELS:
         raise _unsupported(node, "no kernel for this op")
     kind, attr_names = DIRECT_KERNELS[node.op]
     attrs = {a: node.attrs[a] for a in attr_names}
     if node.op in EPILOGUE_ROOTS:
-        dispatch = _epilogue_spec(node, name, kind, attrs, defined)
-        if node.op == "Conv" and target is not None:
-            dispatch = _with_packed_conv_weight(dispatch, target)
-        return dispatch
+        return _epilogue_spec(node, name, kind, attrs, defined)
     if node.fused:
         raise _unsupported(node, "ops were fused into a kernel that takes no epilogue")
     inputs = [v for v in node.inputs if v is not None]
     spec = KernelSpec(name, kind, tuple(v.type for v in inputs), tuple(v.type for v in node.outputs), attrs, (),
                       _source_nodes(node), _source_ops(node))
-    dispatch = Dispatch(node, spec, inputs, list(node.outputs))
-    if node.op == "QConv" and target is not None:
-        return choose_qconv_kernel(dispatch, target)
-    return dispatch
+    return Dispatch(node, spec, inputs, list(node.outputs))

@@ -58,7 +58,7 @@ from iree_py.ir.types import DType, TensorType
 #   qadd          TFLite int8 ADD of two broadcasting i8/u8 inputs (attrs as the QAdd op)
 #   qavgpool      as avgpool on i8/u8 with TFLite's integer rounding, plus act_min, act_max
 #   qconv_dot     qconv with one group and weight zero point 0 whose weight is packed W'[Mp, Kp]
-#                 (codegen/qconv_packing.py); extra attrs weight_shape (M, C, KH, KW), dot, dot_bytes, x_offset,
+#                 (codegen/llvm/qconv_packing.py); extra attrs weight_shape (M, C, KH, KW), dot, dot_bytes, x_offset,
 #                 w_sum[M] (the correction is x_zp * w_sum[m]; x_zp an attribute or a binding)
 #   qdwconv       qconv with group = C = M (depthwise, multiplier 1): a kernel per channel plane
 #   gather        inputs data, indices (i32/i64); attrs axis: out[a, i, c] = data[a, idx[i], c]

@@ -10,7 +10,7 @@ from iree_py.codegen.kernel_spec import EpilogueOp, KernelSpec
 from iree_py.codegen.llvm import conv, emit_assembly
 from iree_py.codegen.llvm.jit import run_kernels
 from iree_py.targets import load_target
-from iree_py.codegen.weight_packing import M_BLOCKED, pack_m_blocked, unpack_m_blocked
+from iree_py.codegen.llvm.weight_packing import M_BLOCKED, pack_m_blocked, unpack_m_blocked
 from iree_py.ir.types import DType, TensorType
 from tests.codegen.epilogue_reference import apply_epilogue
 

@@ -15,7 +15,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 import iree_py
-from iree_py.codegen.qconv_packing import x86_vnni_bytes
+from iree_py.codegen.llvm.qconv_packing import x86_vnni_bytes
 from iree_py.targets import load_target
 
 

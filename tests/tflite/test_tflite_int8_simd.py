@@ -12,8 +12,8 @@ import pytest
 from tflite_quant_harness import check, qbias, qinput, qtensor, qweights
 from tflite_writer import TfliteModel
 
-import iree_py.codegen.dispatch as dispatch_module
-from iree_py.codegen.qconv_packing import DOT_BYTES, DOT_CHANNELS, pack_dot_weight, weight_sums
+import iree_py.codegen.llvm.kernel_plan as plan_module
+from iree_py.codegen.llvm.qconv_packing import DOT_BYTES, DOT_CHANNELS, pack_dot_weight, weight_sums
 from iree_py.frontends.tflite.schema import Conv2DOptions, DepthwiseConv2DOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -116,13 +116,13 @@ def test_benchmark_block_uses_simd_kernels_and_matches():
     """The benchmark's MobileNet-like block: its convs get the SIMD kernels on the host, and the
     int8 model stays bit-exact with the reference kernels."""
     kinds = []
-    choose = dispatch_module.choose_qconv_kernel
+    choose = plan_module.choose_qconv_kernel
 
     def spy(dispatch, target):
         chosen = choose(dispatch, target)
         kinds.append(chosen.spec.kind)
         return chosen
-    dispatch_module.choose_qconv_kernel = spy
+    plan_module.choose_qconv_kernel = spy
     try:
         from tflite_quant_harness import assert_equal, run_interpreter
 
@@ -131,7 +131,7 @@ def test_benchmark_block_uses_simd_kernels_and_matches():
         x = block_input(16, int8=True)
         got = iree_py.load(iree_py.compile(data, target="host")).main.call(x)
     finally:
-        dispatch_module.choose_qconv_kernel = choose
+        plan_module.choose_qconv_kernel = choose
     assert kinds == ["qconv_dot", "qdwconv", "qconv_dot"]
     assert_equal(got, run_interpreter(data, [x]), "host")
 

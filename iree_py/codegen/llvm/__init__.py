@@ -5,15 +5,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from iree_py.codegen.backend import Backend
 from iree_py.codegen.kernel_spec import ExecutableBlob, KernelInfo, KernelSpec
+from iree_py.codegen.llvm.dynamic import DYNAMIC_BUILDERS
 from iree_py.codegen.llvm.flat_image import link_flat_image
 from iree_py.codegen.llvm.kernel_objects import compile_kernels, emit_kernel_assembly, entry_symbol, object_digest, \
     optimized_module, target_machine
 from iree_py.codegen.llvm.link import link_shared_object
 from iree_py.codegen.llvm.module_builder import KERNEL_BUILDERS, kernel_irs, library_export_module, library_export_object
+from iree_py.codegen.llvm.kernel_plan import plan
 from iree_py.targets import Target
 
-__all__ = ["KERNEL_BUILDERS", "build_executable", "build_kernel_objects", "emit_llvm_ir", "emit_assembly"]
+__all__ = ["BACKEND", "KERNEL_BUILDERS", "build_executable", "build_kernel_objects", "emit_llvm_ir", "emit_assembly"]
 
 
 @dataclass(frozen=True)
@@ -62,3 +65,7 @@ def emit_assembly(specs: list[KernelSpec], target: Target) -> str:
     symbols = [entry_symbol(object_digest(k.text, target)) for k in irs]
     export = target_machine(target).emit_assembly(library_export_module([k.info.name for k in irs], symbols, target))
     return "\n".join([*(emit_kernel_assembly(k.text, target) for k in irs), export])
+
+
+BACKEND = Backend(name="llvm", kernel_kinds=frozenset(KERNEL_BUILDERS) | frozenset(DYNAMIC_BUILDERS), plan=plan,
+                  build_executable=build_executable)

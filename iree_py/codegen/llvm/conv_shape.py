@@ -15,7 +15,7 @@ from llvmlite import ir
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm.common import static_shape
 from iree_py.codegen.llvm.epilogue import i64, imax, imin
-from iree_py.codegen.weight_packing import M_BLOCKED, m_blocked_shape
+from iree_py.codegen.llvm.weight_packing import M_BLOCKED, m_blocked_shape
 
 
 @dataclass(frozen=True)

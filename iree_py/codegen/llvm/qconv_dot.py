@@ -1,5 +1,5 @@
 """The "qconv_dot" kernel: QConv / ConvInteger (one group) as int8 dot products, with the weight
-packed at compile time (codegen/qconv_packing.py: W'[Mp, Kp], k = (kh, kw, c), + w_offset).
+packed at compile time (codegen/llvm/qconv_packing.py: W'[Mp, Kp], k = (kh, kw, c), + w_offset).
 
 Structure (N, H, W and so OH, OW may be symbolic, as in qconv.py; C, M and the kernel are static):
   grid      x = output row oh × tile of T output columns (T a multiple of 4), z = batch n.
@@ -32,7 +32,7 @@ from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_ker
 from iree_py.codegen.llvm.qconv import column_range
 from iree_py.codegen.llvm.requant import (acc_slot, check_q_operands, constant_table, load_q, requantize_and_store,
                                           zero_point)
-from iree_py.codegen.qconv_packing import DOT_CHANNELS, round_up
+from iree_py.codegen.llvm.qconv_packing import DOT_CHANNELS, round_up
 from iree_py.ir.dim_checks import product
 from iree_py.ir.opdef import pool_output_dim
 from iree_py.ir.symbols import call, dim

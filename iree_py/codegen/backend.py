@@ -7,7 +7,7 @@ compiler gets the backend here and calls its two steps:
 - build_executable(specs, target, jobs): every kernel of the list in one executable for the target.
 
 Each backend declares the kernel kinds it builds; tests/codegen/test_backends.py checks every
-backend's table against KERNEL_KINDS (codegen/kernel_spec.py), so a kind a backend lacks is listed
+backend's table against KERNEL_KINDS (codegen/kernel_kinds.py), so a kind a backend lacks is listed
 there, not met at compile time.
 """
 from __future__ import annotations

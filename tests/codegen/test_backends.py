@@ -4,7 +4,7 @@ import importlib
 import pytest
 
 from iree_py.codegen.backend import BACKENDS, backend_for
-from iree_py.codegen.kernel_spec import KERNEL_KINDS
+from iree_py.codegen.kernel_kinds import KERNEL_KINDS
 from iree_py.errors import CompileError
 from iree_py.targets import Target, available_targets, load_target
 
@@ -25,8 +25,8 @@ def test_backend_builds_every_kernel_kind_but_the_listed(name: str):
                                       f"builds {sorted(LACKING[name] - missing)} (listed as lacking)")
 
 
-def test_kernel_kinds_are_unique():
-    assert len(KERNEL_KINDS) == len(set(KERNEL_KINDS))
+def test_every_kernel_kind_says_what_it_takes():
+    assert all(isinstance(doc, str) and len(doc) > 10 for doc in KERNEL_KINDS.values())
 
 
 @pytest.mark.parametrize("name", available_targets())

@@ -33,9 +33,6 @@ DIRECT_KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     "Transpose": ("transpose", ("perm",)),
     "Slice": ("slice", ("starts", "ends", "steps")),
     "Concat": ("concat", ("axis",)),
-    # -- dtypes: entries below this line --
-    # -- nn: entries below this line --
-    # -- quant: entries below this line --
     "Quantize": ("quantize", ("axis", "dtype", "rounding", "scale", "zero_point")),
     "Dequantize": ("dequantize", ("axis", "scale", "zero_point")),
     "QConv": ("qconv", ("strides", "pads", "dilations", "group", "x_zero_point", "w_zero_point", "y_zero_point", "out_dtype", "act_min", "act_max", "requant", "multiplier", "shift", "scale")),
@@ -43,21 +40,18 @@ DIRECT_KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     "QAdd": ("qadd", ("a_zero_point", "b_zero_point", "y_zero_point", "left_shift", "a_multiplier", "a_shift",
                       "b_multiplier", "b_shift", "y_multiplier", "y_shift", "act_min", "act_max", "out_dtype")),
     "QAveragePool": ("qavgpool", ("kernel", "strides", "pads", "ceil_mode", "count_include_pad", "act_min", "act_max")),
-    # -- indexing: entries below this line --
     "Gather": ("gather", ("axis",)),
     "GatherElements": ("gather_elements", ("axis",)),
     "GatherND": ("gather_nd", ("batch_dims",)),
     "ScatterElements": ("scatter_elements", ("axis", "reduction")),
     "ScatterND": ("scatter_nd", ("reduction",)),
     "Expand": ("expand", ("shape",)),
-    # -- resize_pad: entries below this line --
     "Resize": ("resize", ("sizes", "taps", "extrapolation_value")),
     "Pad": ("pad", ("mode", "pads", "value")),
     "ArgMax": ("argmax", ("axis", "select_last_index")),
     "ArgMin": ("argmin", ("axis", "select_last_index")),
     "CumSum": ("cumsum", ("axis", "exclusive", "reverse")),
     "TopK": ("topk", ("axis", "k", "largest", "result")),
-    # -- recurrent: entries below this line --
     "LSTM": ("lstm", ("direction", "hidden_size", "activations", "activation_alpha", "activation_beta", "clip",
                       "result", "input_forget")),
     "GRU": ("gru", ("direction", "hidden_size", "activations", "activation_alpha", "activation_beta", "clip",
@@ -66,37 +60,26 @@ DIRECT_KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
                     "result")),
     "QLSTM": ("qlstm", ("direction", "hidden_size", "activations", "activation_alpha", "activation_beta", "clip",
                         "result", "input_forget", "r_zero_point", "finished_as_zero")),
-    # -- convt: entries below this line --
     "ConvTranspose": ("conv_transpose", ("strides", "pads", "dilations", "group")),
     "LpPool": ("lppool", ("kernel", "strides", "pads", "dilations", "ceil_mode", "p")),
     "QConvTranspose": ("qconv_transpose", ("strides", "pads", "dilations", "group", "x_zero_point", "w_zero_point",
                                            "y_zero_point", "out_dtype", "act_min", "act_max", "requant",
                                            "multiplier", "shift", "scale")),
-    # -- tflite_ops: entries below this line --
     "QSoftmax": ("qsoftmax", ("input_multiplier", "input_left_shift", "diff_min", "out_dtype")),
     "QLookup": ("qlookup", ("table", "out_dtype")),
-    # -- int8_perf: entries below this line --
-    # -- state: entries below this line --
-    # -- dtypes2: entries below this line --
-    # -- ops_misc: entries below this line --
     "CumProd": ("cumprod", ("axis", "exclusive", "reverse")),
     "BitCast": ("bitcast", ("to",)),
-    # -- rt_reduce: entries below this line --
     "ReduceRuntimeAxes": ("reduce_rt", ("kind", "keepdims")),
-    # -- rt_resize: entries below this line --
     "ResizeRuntime": ("resize_rt", ("antialias", "axes", "coordinate_mode", "cubic_coeff_a", "exclude_outside",
                                    "extrapolation_value", "mode", "nearest_mode", "scales_from_sizes")),
-    # -- rt_datadep: entries below this line --
     "NonZeroCount": ("nonzero_count", ()),
     "NonZero": ("nonzero", ("count",)),
     "UniqueCount": ("unique_count", ("axis",)),
     "Unique": ("unique", ("axis", "count", "result", "sorted")),
-    # -- nms: entries below this line --
     "NmsSelect": ("nms_select", ("center_point_box", "use_score_threshold")),
     "NmsOutput": ("nms_output", ("count",)),
     "RoiAlign": ("roi_align", ("mode", "output_height", "output_width", "sampling_ratio", "spatial_scale",
                                "half_pixel")),
-    # -- strings: entries below this line --
     "StringEqual": ("string_equal", ()),
 }
 EPILOGUE_ROOTS = ("Conv", "MatMul")

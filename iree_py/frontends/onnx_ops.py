@@ -601,49 +601,28 @@ CONVERTERS: dict[str, Converter] = {
     "Squeeze": squeeze,
     "Unsqueeze": unsqueeze,
     "Shape": shape,
-    # -- dtypes: entries below this line --
     **LOGIC_CONVERTERS,
     **SEQUENCE_CONVERTERS,
-    # -- nn: entries below this line --
     **NN_CONVERTERS,
-    # -- quant: entries below this line --
-    # -- tflite_quant: entries below this line --
     **QUANT_CONVERTERS,
-    # -- indexing: entries below this line --
     **INDEXING_CONVERTERS,
-    # -- resize_pad: entries below this line --
     **RESIZE_PAD_CONVERTERS,
-    # -- recurrent: entries below this line --
     **RECURRENT_CONVERTERS,
-    # -- convt: entries below this line --
     **CONVT_CONVERTERS,
-    # -- tflite_ops: entries below this line --
-    # -- int8_perf: entries below this line --
-    # -- state: entries below this line --
-    # -- dtypes2: entries below this line --
     **DTYPES2_CONVERTERS,
-    # -- ops_misc: entries below this line --
     **LOSS_CONVERTERS,
     **MISC_CONVERTERS,
     **CUMULATIVE_CONVERTERS,
     **GRID_SAMPLE_CONVERTERS,
     **SIGNAL_CONVERTERS,
     **LINEAR_ATTENTION_CONVERTERS,
-    # -- control_flow: entries below this line --
     **CONTROL_FLOW_CONVERTERS,
-    # -- rt_datadep: entries below this line --
     **DATADEP_CONVERTERS,
-    # -- signal: entries below this line --
     **SIGNAL_RT_CONVERTERS,
-    # -- imageops: entries below this line --
     **IMAGEOPS_CONVERTERS,
-    # -- nms: entries below this line --
     **NMS_CONVERTERS,
-    # -- textops: entries below this line --
     **TEXTOPS_CONVERTERS,
-    # -- scan8: entries below this line --
     **SCAN8_CONVERTERS,
-    # -- bntrain: entries below this line --
 }
 CONVERTERS["Equal"] = with_string_equal(CONVERTERS["Equal"])  # string operands (onnx_strings.py)
 

@@ -866,10 +866,8 @@ SYMBOLIC_CONVERTERS: dict[str, SymbolicConverter] = {
     "Slice": _rt_reshape("Slice"),  # falls back to _slice
     "TopK": _topk,
     "Split": _split,
-    # -- rt_resize: entries below this line --
     "Resize": _rt_resize("Resize"),
     "Upsample": _rt_resize("Upsample"),
-    # -- rt_reshape: entries below this line --
     "OneHot": _rt_reshape("OneHot"),
     "Dropout": _rt_reshape("Dropout"),
     "Pad": _rt_reshape("Pad"),
@@ -879,9 +877,7 @@ SYMBOLIC_CONVERTERS: dict[str, SymbolicConverter] = {
 SHAPE_INPUTS: dict[str, tuple[int, ...]] = {
     "Reshape": (1,), "Expand": (1,), "ConstantOfShape": (0,), "Range": (0, 1, 2), "Tile": (1,),
     "Slice": (1, 2, 3, 4), "TopK": (1,), "Split": (1,),
-    # -- rt_resize: entries below this line --
     "Resize": (1, 2, 3), "Upsample": (1,),
-    # -- rt_reshape: entries below this line --
     "Squeeze": (1,), "Unsqueeze": (1,), "OneHot": (1,), "Dropout": (1, 2), "Pad": (1, 2, 3),
 }
 

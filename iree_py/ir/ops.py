@@ -300,47 +300,28 @@ _DEFS = [
     OpDef("Hardmax", ("axis",), 1, 1, _softmax),
     OpDef("Reduce", ("axes", "keepdims", "kind"), 1, 1, _reduce,
           dtypes=frozenset({DType.f32, DType.f64})),  # f64: static shapes only (reduce_f64.py)
-    # -- dtypes: entries below this line --
     *LOGIC_OP_DEFS,
-    # -- nn: entries below this line --
-    # -- quant: entries below this line --
     *QUANT_OP_DEFS,
-    # -- indexing: entries below this line --
     OpDef("Gather", ("axis",), 2, 2, indexing_ops.gather_rule, dtypes=ANY_DTYPE),
     OpDef("GatherElements", ("axis",), 2, 2, indexing_ops.gather_elements_rule, dtypes=ANY_DTYPE),
     OpDef("GatherND", ("batch_dims",), 2, 2, indexing_ops.gather_nd_rule, dtypes=ANY_DTYPE),
     OpDef("ScatterElements", ("axis", "reduction"), 3, 3, indexing_ops.scatter_elements_rule, dtypes=ANY_DTYPE),
     OpDef("ScatterND", ("reduction",), 3, 3, indexing_ops.scatter_nd_rule, dtypes=ANY_DTYPE),
     OpDef("Expand", ("shape",), 1, 1, indexing_ops.expand_rule, dtypes=ANY_DTYPE),
-    # -- resize_pad: entries below this line --
     *RESIZE_PAD_OP_DEFS,
-    # -- recurrent: entries below this line --
     *RECURRENT_OP_DEFS,
-    # -- convt: entries below this line --
     *CONVT_OP_DEFS,
-    # -- tflite_ops: entries below this line --
     *QSOFTMAX_OP_DEFS,
     *QLOOKUP_OP_DEFS,
-    # -- int8_perf: entries below this line --
-    # -- state: entries below this line --
     *STATE_OP_DEFS,
-    # -- dtypes2: entries below this line --
-    # -- ops_misc: entries below this line --
     *MISC_OP_DEFS,
     *DIM_VALUES_OP_DEFS,
-    # -- control_flow: entries below this line --
     *CONTROL_FLOW_OP_DEFS,
-    # -- rt_reduce: entries below this line --
     *RT_REDUCE_OP_DEFS,
-    # -- rt_datadep: entries below this line --
     *DATADEP_OP_DEFS,
-    # -- rt_resize: entries below this line --
     *RT_RESIZE_OP_DEFS,
-    # -- nms: entries below this line --
     *NMS_OP_DEFS,
-    # -- sequences: entries below this line --
     *SEQUENCE_OP_DEFS,
-    # -- strings: entries below this line --
     *STRING_OP_DEFS,
 ]
 

@@ -292,44 +292,26 @@ KERNELS: dict[str, Kernel] = {
     "LogSoftmax": log_softmax,
     "Hardmax": hardmax,
     "Reduce": reduce,
-    # -- dtypes: entries below this line --
     **LOGIC_KERNELS,
-    # -- nn: entries below this line --
-    # -- quant: entries below this line --
     **QUANT_KERNELS,
-    # -- indexing: entries below this line --
     "Gather": indexing_ops.gather,
     "GatherElements": indexing_ops.gather_elements,
     "GatherND": indexing_ops.gather_nd,
     "ScatterElements": indexing_ops.scatter_elements,
     "ScatterND": indexing_ops.scatter_nd,
     "Expand": indexing_ops.expand,
-    # -- resize_pad: entries below this line --
     **RESIZE_PAD_KERNELS,
-    # -- recurrent: entries below this line --
     **RECURRENT_KERNELS,
-    # -- convt: entries below this line --
     **CONVT_KERNELS,
-    # -- tflite_ops: entries below this line --
     **QSOFTMAX_KERNELS,
     **QLOOKUP_KERNELS,
-    # -- int8_perf: entries below this line --
-    # -- state: entries below this line --
-    # -- dtypes2: entries below this line --
-    # -- ops_misc: entries below this line --
     **MISC_KERNELS,
     **DIM_VALUES_KERNELS,
-    # -- control_flow: entries below this line --
     **CONTROL_FLOW_KERNELS,
-    # -- rt_reduce: entries below this line --
     "ReduceRuntimeAxes": rt_reduce_reference,
-    # -- rt_datadep: entries below this line --
     **DATADEP_KERNELS,
-    # -- rt_resize: entries below this line --
     "ResizeRuntime": rt_resize_reference,
-    # -- nms: entries below this line --
     **NMS_KERNELS,
-    # -- strings: entries below this line --
     **STRING_KERNELS,
 }
 

@@ -446,32 +446,19 @@ CONVERTERS: dict[int, Converter] = {
     B.PAD: pad,
     B.PADV2: pad,
     B.DEQUANTIZE: dequantize,
-    # -- tflite_quant: entries below this line --
     **quant_converters({
         "CONV_2D": conv_2d, "DEPTHWISE_CONV_2D": depthwise_conv_2d, "FULLY_CONNECTED": fully_connected,
         "ADD": _binary("Add", AddOptionsT), "MAX_POOL_2D": _pool("MaxPool"), "AVERAGE_POOL_2D": _pool("AveragePool"),
         "CONCATENATION": concatenation, "DEQUANTIZE": dequantize}),
-    # -- dtypes: entries below this line --
-    # -- indexing: entries below this line --
     **TFLITE_INDEXING_CONVERTERS,
-    # -- resize_pad: entries below this line --
     **TFLITE_RESIZE_PAD_CONVERTERS,
-    # -- recurrent: entries below this line --
-    # -- convt: entries below this line --
     **TFLITE_CONVT_CONVERTERS,
-    # -- tflite_ops: entries below this line --
     **TFLITE_OPS_CONVERTERS,
     **quant_activation_converters({"SOFTMAX": softmax, "LOGISTIC": _unary("Sigmoid"), "TANH": _unary("Tanh")}),
-    # -- int8_perf: entries below this line --
-    # -- state: entries below this line --
     **TFLITE_STATE_CONVERTERS,
-    # -- dtypes2: entries below this line --
-    # -- ops_misc: entries below this line --
-    # -- control_flow: entries below this line --
     B.IF: tflite_if,
     B.WHILE: tflite_while,
     **TFLITE_LOGIC_CONVERTERS,
-    # -- sparsity: entries below this line --
     **TFLITE_SPARSITY_CONVERTERS,
     B.CUSTOM: custom,
 }

@@ -1,14 +1,13 @@
 #include "interp.h"
 
-#include "../base/clock.h"
-
 #include <inttypes.h>
 #if IRP_STATUS_MESSAGES
 #include <stdio.h>
 #endif
 #include <string.h>
 
-#include "flatbuf.h"
+#include "../base/clock.h"
+#include "../base/little_endian.h"
 #include "isa_generated.h"
 
 /* Operand readers: each advances pc past what it read. */

@@ -5,6 +5,7 @@
 
 #include "../base/allocator.h"
 #include "../base/crc32.h"
+#include "../base/little_endian.h"
 #include "flatbuf.h"
 #include "isa_generated.h"
 #include "verifier.h"

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "../base/allocator.h"
-#include "flatbuf.h"
+#include "../base/little_endian.h"
 #include "isa_generated.h"
 
 static const irp_op_info_t irp_op_info[256] = {IRP_VM_OP_INFO_TABLE};

@@ -115,7 +115,9 @@ irp_status_t irp_module_load(irp_runtime_t* runtime, const void* data, size_t le
                                           (void**)&module));
   module->runtime = runtime;
   irp_status_t status = irp_vm_module_load(&runtime->allocator, data, length, &runtime->diag, &module->vm);
-  if (status == IRP_OK) status = irp_cpu_executables_load(&runtime->allocator, &module->vm, &runtime->diag);
+  for (uint32_t i = 0; status == IRP_OK && i < module->vm.executable_count; ++i) {
+    status = irp_cpu_executable_load(&runtime->allocator, &module->vm.executables[i].hal, &runtime->diag);
+  }
   if (status == IRP_OK) status = irp_module_allocate_state(module);
   if (status != IRP_OK) {
     irp_module_release(module);
@@ -128,7 +130,9 @@ irp_status_t irp_module_load(irp_runtime_t* runtime, const void* data, size_t le
 void irp_module_release(irp_module_t* module) {
   if (module == NULL) return;
   const irp_allocator_t* allocator = &module->runtime->allocator;
-  irp_cpu_executables_unload(allocator, &module->vm);
+  for (uint32_t i = 0; i < module->vm.executable_count; ++i) {
+    irp_cpu_executable_unload(allocator, &module->vm.executables[i].hal);
+  }
   irp_vm_module_free(allocator, &module->vm);
   irp_free(allocator, module->profile);
   irp_free(allocator, module->state.arena);
@@ -452,8 +456,8 @@ irp_status_t irp_module_entry_point_profile(const irp_module_t* module, int32_t 
   for (uint32_t e = 0; e < module->vm.executable_count; ++e) {
     const irp_vm_executable_t* executable = &module->vm.executables[e];
     uint32_t local = (uint32_t)index - executable->first_entry_index;
-    if ((uint32_t)index >= executable->first_entry_index && local < executable->entry_point_count) {
-      *out_name = executable->entry_points[local].name;
+    if ((uint32_t)index >= executable->first_entry_index && local < executable->hal.entry_point_count) {
+      *out_name = executable->hal.entry_points[local].name;
     }
   }
   *out_dispatches = module->profile[index].dispatches;

@@ -63,7 +63,7 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
   uint8_t push_count = READ_U8();
   for (uint8_t i = 0; i < push_count; ++i) push_constants[i] = (uint32_t)I64(READ_U16());
   const irp_vm_executable_t* executable = &module->executables[executable_index];
-  const irp_vm_entry_point_t* entry = &executable->entry_points[entry_index];
+  const irp_hal_entry_point_t* entry = &executable->hal.entry_points[entry_index];
   void* bindings[IRP_MAX_BINDINGS];
   size_t binding_lengths[IRP_MAX_BINDINGS];
   uint8_t binding_count = READ_U8();
@@ -96,7 +96,7 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
       .binding_count = binding_count,
       .reserved = 0,
   };
-  irp_kernel_fn_t kernel = executable->kernels[entry_index];
+  irp_kernel_fn_t kernel = executable->hal.kernels[entry_index];
   irp_workgroup_state_t workgroup = {{0, 0, 0}, 0};
   uint64_t started = state->profile != NULL ? irp_clock_ns() : 0;
   for (uint32_t z = 0; z < dispatch_state.workgroup_count[2]; ++z) {

@@ -2,15 +2,16 @@
 
 Bare-metal targets (cortex-m4, cortex-m7, riscv32):
   DIR/lib/libiree_py_runtime.a    the VM, loader and CPU HAL (-Os, status messages kept)
-  DIR/include/                    iree_py_runtime.h, kernel_abi.h, device_server.h
+  DIR/include/                    iree_py_runtime.h, iree_py_base.h, kernel_abi.h, device_server.h
   DIR/firmware/BOARD.elf, .bin    the firmware for the target's emulated board (device server inside)
 Linux targets:
   host: DIR/lib/libiree_py_runtime.so; cross (arm64, riscv64): DIR/lib/libiree_py_runtime.a;
-  both: DIR/bin/irp-run (the runner) and DIR/include/ (iree_py_runtime.h, kernel_abi.h).
+  both: DIR/bin/irp-run (the runner) and DIR/include/ (iree_py_runtime.h, iree_py_base.h, kernel_abi.h).
 Prints what it wrote and a size table.
 """
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -20,8 +21,10 @@ from iree_py.resources import runtime_sources
 from iree_py.runtime import board
 from iree_py.runtime.build import LIBRARY_NAME, RUNNER_NAME, build_runtime
 
-PUBLIC_HEADERS = ("api/iree_py_runtime.h", "hal/kernel_abi.h")
+# Installed side by side in DIR/include/; the public header includes base/iree_py_base.h.
+PUBLIC_HEADERS = ("api/iree_py_runtime.h", "base/iree_py_base.h", "hal/kernel_abi.h")
 DEVICE_HEADERS = ("device/device_server.h",)
+RUNTIME_INCLUDE = re.compile(r'^#include "\.\./[a-z_]+/([A-Za-z0-9_]+\.h)"', re.MULTILINE)
 
 
 def build_runtime_into(target_name: str, out: Path) -> str:
@@ -39,9 +42,27 @@ def _copy(source: Path, dest_dir: Path, name: str | None = None) -> Path:
     return dest
 
 
+def _install_headers(names: tuple[str, ...], dest_dir: Path) -> list[Path]:
+    """Copies runtime_c/NAME for each name into dest_dir, flat: an include of another runtime
+    header ("../base/iree_py_base.h") becomes an include of its installed copy, which must be one
+    of `names`."""
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    installed = {Path(n).name for n in names}
+    paths = []
+    for name in names:
+        text = (runtime_sources() / name).read_text()
+        for included in RUNTIME_INCLUDE.findall(text):
+            if included not in installed:
+                raise IreePyError(f"runtime_c/{name} includes {included}, which build-runtime does not install")
+        dest = dest_dir / Path(name).name
+        dest.write_text(RUNTIME_INCLUDE.sub(r'#include "\1"', text))
+        paths.append(dest)
+    return paths
+
+
 def _bare_metal(target: Target, out: Path) -> str:
     library = _copy(board.static_library(target), out / "lib")
-    headers = [_copy(runtime_sources() / h, out / "include") for h in PUBLIC_HEADERS + DEVICE_HEADERS]
+    headers = _install_headers(PUBLIC_HEADERS + DEVICE_HEADERS, out / "include")
     elf = board.build_firmware(target)
     firmware = [_copy(elf, out / "firmware", f"{target.board}.elf"),
                 _copy(elf.with_suffix(".bin"), out / "firmware", f"{target.board}.bin")]
@@ -65,7 +86,7 @@ def _linux(target: Target, out: Path) -> str:
         library = _copy(built / "libiree_py_runtime.a", out / "lib")
     runner = _copy(built / RUNNER_NAME, out / "bin")
     runner.chmod(0o755)
-    headers = [_copy(runtime_sources() / h, out / "include") for h in PUBLIC_HEADERS]
+    headers = _install_headers(PUBLIC_HEADERS, out / "include")
     lines = [f"runtime for {target.name} ({target.arch}, Linux) in {out}:"]
     lines += [f"  {p.relative_to(out)}  {p.stat().st_size} bytes" for p in [library, runner, *headers]]
     return "\n".join(lines) + "\n"

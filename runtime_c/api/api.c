@@ -1,15 +1,17 @@
-/* Implements api/iree_py_runtime.h on top of vm/ (module, verifier, interpreter) and hal/. */
+/* Implements api/iree_py_runtime.h on top of vm/ (module, verifier, interpreter) and hal/ (the
+ * runtime's device, which prepares executables and runs dispatches). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../base/allocator.h"
-#include "../hal/cpu_executable.h"
+#include "../hal/sync_device.h"
 #include "../vm/interp.h"
 #include "iree_py_runtime.h"
 
 struct irp_runtime_t {
   irp_allocator_t allocator;
+  irp_hal_device_t device; /* runs every module's dispatches: the synchronous CPU driver */
   char message[IRP_MAX_MESSAGE_LENGTH];
   irp_diag_t diag;
 };
@@ -34,6 +36,7 @@ irp_status_t irp_runtime_create(const irp_allocator_t* allocator, irp_runtime_t*
   if (runtime == NULL) return IRP_OUT_OF_MEMORY;
   memset(runtime, 0, sizeof(*runtime));
   runtime->allocator = *allocator;
+  irp_hal_sync_device_initialize(&runtime->device);
   runtime->diag.message = runtime->message;
   runtime->diag.capacity = sizeof(runtime->message);
   *out_runtime = runtime;
@@ -82,6 +85,7 @@ static irp_status_t irp_module_allocate_state(irp_module_t* module) {
   }
   irp_vm_pool_init(&module->pool, (uint8_t*)module->pool_storage, vm->pool_size);
   module->state.pool = &module->pool;
+  module->state.device = &module->runtime->device;
   size_t max_i64_values = 0;
   for (int32_t i = 0; i < vm->function_count; ++i) {
     if (vm->functions[i].i64_input_count > max_i64_values) max_i64_values = vm->functions[i].i64_input_count;
@@ -115,7 +119,10 @@ irp_status_t irp_module_load(irp_runtime_t* runtime, const void* data, size_t le
                                           (void**)&module));
   module->runtime = runtime;
   irp_status_t status = irp_vm_module_load(&runtime->allocator, data, length, &runtime->diag, &module->vm);
-  if (status == IRP_OK) status = irp_cpu_executables_load(&runtime->allocator, &module->vm, &runtime->diag);
+  for (uint32_t i = 0; status == IRP_OK && i < module->vm.executable_count; ++i) {
+    status = irp_hal_device_prepare_executable(&runtime->device, &runtime->allocator, &module->vm.executables[i].hal,
+                                               &runtime->diag);
+  }
   if (status == IRP_OK) status = irp_module_allocate_state(module);
   if (status != IRP_OK) {
     irp_module_release(module);
@@ -128,7 +135,9 @@ irp_status_t irp_module_load(irp_runtime_t* runtime, const void* data, size_t le
 void irp_module_release(irp_module_t* module) {
   if (module == NULL) return;
   const irp_allocator_t* allocator = &module->runtime->allocator;
-  irp_cpu_executables_unload(allocator, &module->vm);
+  for (uint32_t i = 0; i < module->vm.executable_count; ++i) {
+    irp_hal_device_release_executable(&module->runtime->device, allocator, &module->vm.executables[i].hal);
+  }
   irp_vm_module_free(allocator, &module->vm);
   irp_free(allocator, module->profile);
   irp_free(allocator, module->state.arena);
@@ -452,8 +461,8 @@ irp_status_t irp_module_entry_point_profile(const irp_module_t* module, int32_t 
   for (uint32_t e = 0; e < module->vm.executable_count; ++e) {
     const irp_vm_executable_t* executable = &module->vm.executables[e];
     uint32_t local = (uint32_t)index - executable->first_entry_index;
-    if ((uint32_t)index >= executable->first_entry_index && local < executable->entry_point_count) {
-      *out_name = executable->entry_points[local].name;
+    if ((uint32_t)index >= executable->first_entry_index && local < executable->hal.entry_point_count) {
+      *out_name = executable->hal.entry_points[local].name;
     }
   }
   *out_dispatches = module->profile[index].dispatches;

@@ -1,4 +1,4 @@
-/* Allocation helpers over the caller's irp_allocator_t (declared in api/iree_py_runtime.h).
+/* Allocation helpers over the caller's irp_allocator_t (declared in iree_py_base.h).
  * Every allocation of the runtime goes through these; none happens while a call runs. */
 #ifndef IRP_BASE_ALLOCATOR_H_
 #define IRP_BASE_ALLOCATOR_H_

@@ -1,6 +1,6 @@
 /* Error reporting inside the runtime.
  *
- * Fallible functions return irp_status_t (IRP_OK == 0, see api/iree_py_runtime.h) and take an
+ * Fallible functions return irp_status_t (IRP_OK == 0, see iree_py_base.h) and take an
  * irp_diag_t* that receives the message of the error. The diag points at a fixed buffer owned by
  * the caller (the runtime object keeps one); there is no global state. With IRP_STATUS_MESSAGES=0
  * the format strings and vsnprintf are compiled out and only codes remain. */
@@ -9,8 +9,8 @@
 
 #include <stddef.h>
 
-#include "../api/iree_py_runtime.h"
 #include "config.h"
+#include "iree_py_base.h"
 
 typedef struct irp_diag_t {
   char* message;   /* capacity bytes, always NUL-terminated; may be NULL (messages dropped) */

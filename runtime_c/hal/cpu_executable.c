@@ -21,7 +21,7 @@ static bool irp_image_string_equals(const irp_elf_image_t* image, uintptr_t addr
   return memcmp((const void*)address, expected, length + 1) == 0;
 }
 
-static irp_status_t irp_check_library(const irp_elf_image_t* image, const irp_vm_executable_t* executable,
+static irp_status_t irp_check_library(const irp_elf_image_t* image, const irp_hal_executable_t* executable,
                                       const irp_kernel_library_t* library_ptr, irp_diag_t* diag) {
   irp_kernel_library_t library;
   if (library_ptr == NULL) {
@@ -61,8 +61,8 @@ static irp_status_t irp_check_library(const irp_elf_image_t* image, const irp_vm
   return IRP_OK;
 }
 
-static irp_status_t irp_load_executable(const irp_allocator_t* allocator, irp_vm_executable_t* executable,
-                                        irp_diag_t* diag) {
+irp_status_t irp_cpu_executable_load(const irp_allocator_t* allocator, irp_hal_executable_t* executable,
+                                     irp_diag_t* diag) {
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, executable->entry_point_count, sizeof(irp_kernel_fn_t),
                                           8, diag, (void**)&executable->kernels));
   if (executable->format == IRP_EXECUTABLE_FORMAT_FLAT) {
@@ -78,25 +78,14 @@ static irp_status_t irp_load_executable(const irp_allocator_t* allocator, irp_vm
   return irp_check_library(image, executable, library, diag);
 }
 
-irp_status_t irp_cpu_executables_load(const irp_allocator_t* allocator, irp_vm_module_t* module,
-                                      irp_diag_t* diag) {
-  for (uint32_t i = 0; i < module->executable_count; ++i) {
-    IRP_RETURN_IF_ERROR(irp_load_executable(allocator, &module->executables[i], diag));
+void irp_cpu_executable_unload(const irp_allocator_t* allocator, irp_hal_executable_t* executable) {
+  if (executable->format == IRP_EXECUTABLE_FORMAT_FLAT) {
+    irp_flat_executable_unload(allocator, executable);
+  } else if (executable->image != NULL) {
+    irp_elf_unload(allocator, (irp_elf_image_t*)executable->image);
+    irp_free(allocator, executable->image);
   }
-  return IRP_OK;
-}
-
-void irp_cpu_executables_unload(const irp_allocator_t* allocator, irp_vm_module_t* module) {
-  for (uint32_t i = 0; module->executables != NULL && i < module->executable_count; ++i) {
-    irp_vm_executable_t* executable = &module->executables[i];
-    if (executable->format == IRP_EXECUTABLE_FORMAT_FLAT) {
-      irp_flat_executable_unload(allocator, executable);
-    } else if (executable->image != NULL) {
-      irp_elf_unload(allocator, (irp_elf_image_t*)executable->image);
-      irp_free(allocator, executable->image);
-    }
-    irp_free(allocator, executable->kernels);
-    executable->image = NULL;
-    executable->kernels = NULL;
-  }
+  irp_free(allocator, executable->kernels);
+  executable->image = NULL;
+  executable->kernels = NULL;
 }

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "../base/allocator.h"
-#include "../vm/flatbuf.h"
+#include "../base/little_endian.h"
 
 #if IRP_HAVE_OS
 #include <sys/mman.h>

@@ -17,7 +17,7 @@ typedef struct irp_flat_copy_t {
 } irp_flat_copy_t;
 
 #if IRP_HAVE_OS
-static irp_status_t irp_flat_copy(const irp_vm_executable_t* executable, irp_diag_t* diag,
+static irp_status_t irp_flat_copy(const irp_hal_executable_t* executable, irp_diag_t* diag,
                                   irp_flat_copy_t* out_copy) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   size_t size = (executable->code_length + page - 1) / page * page;
@@ -39,7 +39,7 @@ static irp_status_t irp_flat_copy(const irp_vm_executable_t* executable, irp_dia
 }
 #endif
 
-irp_status_t irp_flat_executable_load(const irp_allocator_t* allocator, irp_vm_executable_t* executable,
+irp_status_t irp_flat_executable_load(const irp_allocator_t* allocator, irp_hal_executable_t* executable,
                                       irp_diag_t* diag) {
   const uint8_t* code = executable->code;
 #if IRP_HAVE_OS
@@ -61,7 +61,7 @@ irp_status_t irp_flat_executable_load(const irp_allocator_t* allocator, irp_vm_e
   return IRP_OK;
 }
 
-void irp_flat_executable_unload(const irp_allocator_t* allocator, irp_vm_executable_t* executable) {
+void irp_flat_executable_unload(const irp_allocator_t* allocator, irp_hal_executable_t* executable) {
 #if IRP_HAVE_OS
   irp_flat_copy_t* copy = (irp_flat_copy_t*)executable->image;
   if (copy != NULL && copy->code != NULL) munmap(copy->code, copy->size);

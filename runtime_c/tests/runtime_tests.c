@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../api/iree_py_runtime.h"
+#include "../hal/sync_device.h"
 #include "../vm/pool.h"
 
 static int g_failures = 0;
@@ -447,6 +448,48 @@ static void test_dynamic(void) {
   free(bytes.data);
 }
 
+/* Counts each workgroup it runs in binding 0 (one u32 per workgroup, x fastest) and fails with
+ * code 5 at (3, 0, 1) and code 3 at (1, 2, 0) when push constant 0 is 1. */
+static int32_t count_and_fail(const irp_dispatch_state_t* dispatch, const irp_workgroup_state_t* workgroup) {
+  const uint32_t* grid = dispatch->workgroup_count;
+  const uint32_t* id = workgroup->workgroup_id;
+  ((uint32_t*)dispatch->bindings[0])[id[0] + grid[0] * (id[1] + grid[1] * id[2])] += 1;
+  if (dispatch->push_constants[0] == 0) return IRP_KERNEL_STATUS_OK;
+  if (id[0] == 3 && id[1] == 0 && id[2] == 1) return 5;
+  return id[0] == 1 && id[1] == 2 && id[2] == 0 ? IRP_KERNEL_STATUS_INDEX_OUT_OF_RANGE : IRP_KERNEL_STATUS_OK;
+}
+
+/* The synchronous device through the HAL's device interface (hal/device.h): every workgroup once,
+ * and of two failing workgroups the first in x-fastest order, with none after it run. */
+static void test_sync_device(void) {
+  irp_hal_device_t device;
+  irp_hal_sync_device_initialize(&device);
+  irp_kernel_fn_t kernels[] = {count_and_fail};
+  irp_hal_executable_t executable = {0};
+  executable.entry_point_count = 1;
+  executable.kernels = kernels;
+  uint32_t runs[4 * 3 * 2] = {0};
+  void* bindings[] = {runs};
+  size_t binding_lengths[] = {sizeof(runs)};
+  uint32_t push_constants[] = {0};
+  irp_hal_dispatch_t dispatch = {&executable, 0, {{4, 3, 2}, 1, push_constants, bindings, binding_lengths, 1, 0}};
+  irp_hal_kernel_failure_t failure = {IRP_KERNEL_STATUS_OK, {0, 0, 0}};
+  CHECK(irp_hal_device_dispatch(&device, &dispatch, &failure, NULL) == IRP_OK, "a grid without failures");
+  CHECK(failure.status == IRP_KERNEL_STATUS_OK, "no failure reported: %d", (int)failure.status);
+  for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); ++i) CHECK(runs[i] == 1, "workgroup %zu ran %u times", i, runs[i]);
+  memset(runs, 0, sizeof(runs));
+  push_constants[0] = 1;
+  CHECK(irp_hal_device_dispatch(&device, &dispatch, &failure, NULL) == IRP_RUNTIME_FAILURE, "a failing grid");
+  CHECK(failure.status == IRP_KERNEL_STATUS_INDEX_OUT_OF_RANGE && failure.workgroup_id[0] == 1 &&
+            failure.workgroup_id[1] == 2 && failure.workgroup_id[2] == 0,
+        "first failure: code %d at (%u, %u, %u)", (int)failure.status, failure.workgroup_id[0],
+        failure.workgroup_id[1], failure.workgroup_id[2]);
+  size_t failed = 1 + 4 * 2; /* (1, 2, 0) */
+  for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); ++i) {
+    CHECK(runs[i] == (i <= failed ? 1u : 0u), "workgroup %zu ran %u times", i, runs[i]);
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: runtime_tests DIR_OF_TEST_MODULES\n");
@@ -457,6 +500,7 @@ int main(int argc, char** argv) {
   test_add_and_scale("symbolic_good.vmfb"); /* relocated through the symbol table (R_*_64) */
   test_add_and_scale("flat_good.vmfb");
   test_call_errors();
+  test_sync_device();
   test_pool();
   test_dynamic();
   test_bad_modules();

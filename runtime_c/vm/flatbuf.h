@@ -61,9 +61,4 @@ irp_status_t irp_fb_vector_table(const irp_fb_t* fb, const irp_fb_vector_t* vect
 irp_status_t irp_fb_vector_string(const irp_fb_t* fb, const irp_fb_vector_t* vector,
                                   uint32_t index, const char** out_string, uint32_t* out_length);
 
-/* Unaligned little-endian loads from memory the caller has bounds-checked. */
-uint16_t irp_load_u16(const uint8_t* p);
-uint32_t irp_load_u32(const uint8_t* p);
-uint64_t irp_load_u64(const uint8_t* p);
-
 #endif /* IRP_VM_FLATBUF_H_ */

@@ -1,14 +1,13 @@
 #include "interp.h"
 
-#include "../base/clock.h"
-
 #include <inttypes.h>
 #if IRP_STATUS_MESSAGES
 #include <stdio.h>
 #endif
 #include <string.h>
 
-#include "flatbuf.h"
+#include "../base/clock.h"
+#include "../base/little_endian.h"
 #include "isa_generated.h"
 
 /* Operand readers: each advances pc past what it read. */
@@ -64,7 +63,7 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
   uint8_t push_count = READ_U8();
   for (uint8_t i = 0; i < push_count; ++i) push_constants[i] = (uint32_t)I64(READ_U16());
   const irp_vm_executable_t* executable = &module->executables[executable_index];
-  const irp_vm_entry_point_t* entry = &executable->entry_points[entry_index];
+  const irp_hal_entry_point_t* entry = &executable->hal.entry_points[entry_index];
   void* bindings[IRP_MAX_BINDINGS];
   size_t binding_lengths[IRP_MAX_BINDINGS];
   uint8_t binding_count = READ_U8();
@@ -88,34 +87,30 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
                       function->name, entry->name, (long long)counts[axis], axis);
     }
   }
-  irp_dispatch_state_t dispatch_state = {
-      .workgroup_count = {(uint32_t)counts[0], (uint32_t)counts[1], (uint32_t)counts[2]},
-      .push_constant_count = push_count,
-      .push_constants = push_constants,
-      .bindings = bindings,
-      .binding_lengths = binding_lengths,
-      .binding_count = binding_count,
-      .reserved = 0,
+  irp_hal_dispatch_t dispatch = {
+      .executable = &executable->hal,
+      .entry_point = entry_index,
+      .state = {
+          .workgroup_count = {(uint32_t)counts[0], (uint32_t)counts[1], (uint32_t)counts[2]},
+          .push_constant_count = push_count,
+          .push_constants = push_constants,
+          .bindings = bindings,
+          .binding_lengths = binding_lengths,
+          .binding_count = binding_count,
+          .reserved = 0,
+      },
   };
-  irp_kernel_fn_t kernel = executable->kernels[entry_index];
-  irp_workgroup_state_t workgroup = {{0, 0, 0}, 0};
+  irp_hal_kernel_failure_t failure = {IRP_KERNEL_STATUS_OK, {0, 0, 0}};
   uint64_t started = state->profile != NULL ? irp_clock_ns() : 0;
-  for (uint32_t z = 0; z < dispatch_state.workgroup_count[2]; ++z) {
-    for (uint32_t y = 0; y < dispatch_state.workgroup_count[1]; ++y) {
-      for (uint32_t x = 0; x < dispatch_state.workgroup_count[0]; ++x) {
-        workgroup.workgroup_id[0] = x;
-        workgroup.workgroup_id[1] = y;
-        workgroup.workgroup_id[2] = z;
-        int32_t result = kernel(&dispatch_state, &workgroup);
-        if (result != 0) {
-          return IRP_FAIL(diag, IRP_RUNTIME_FAILURE,
-                          "%s: kernel '%s' failed with code %" PRId32 "%s at workgroup (%" PRIu32 ", %" PRIu32
-                          ", %" PRIu32 ")",
-                          function->name, entry->name, result, irp_kernel_status_meaning(result), x, y, z);
-        }
-      }
-    }
+  irp_status_t status = irp_hal_device_dispatch(state->device, &dispatch, &failure, diag);
+  if (failure.status != IRP_KERNEL_STATUS_OK) {
+    return IRP_FAIL(diag, IRP_RUNTIME_FAILURE,
+                    "%s: kernel '%s' failed with code %" PRId32 "%s at workgroup (%" PRIu32 ", %" PRIu32
+                    ", %" PRIu32 ")",
+                    function->name, entry->name, failure.status, irp_kernel_status_meaning(failure.status),
+                    failure.workgroup_id[0], failure.workgroup_id[1], failure.workgroup_id[2]);
   }
+  IRP_RETURN_IF_ERROR(status);
   if (state->profile != NULL) {
     irp_vm_entry_profile_t* slot = &state->profile[executable->first_entry_index + entry_index];
     slot->dispatches += 1;

@@ -3,7 +3,9 @@
  * lengths, binding lengths against the entry points' minimums, kernel results, division by zero
  * and overflow, `check`, i64 loads and stores inside their buffers, the call depth, and the pool
  * (space, and that buffer_free gets a block in use).
- * It never allocates: the registers and the arena come in through irp_vm_state_t. */
+ * A `dispatch` goes to the HAL device in irp_vm_state_t (hal/device.h), which runs the workgroups;
+ * a kernel that fails is reported here, naming the function and the entry point.
+ * It never allocates: the registers, the arena and the device come in through irp_vm_state_t. */
 #ifndef IRP_VM_INTERP_H_
 #define IRP_VM_INTERP_H_
 
@@ -11,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../hal/device.h"
 #include "module.h"
 #include "pool.h"
 
@@ -39,7 +42,8 @@ typedef struct irp_vm_frame_t {
 /* Storage for one call, sized at module load: module->call_depth x module->max_*_registers
  * registers (each active function's window follows its caller's), module->call_depth frames, and
  * module->arena_size bytes of arena. `profile` is NULL (profiling off) or
- * module->entry_point_count slots indexed by executable->first_entry_index + entry point. */
+ * module->entry_point_count slots indexed by executable->first_entry_index + entry point.
+ * `device` runs the dispatches (hal/device.h); it prepared the module's executables. */
 typedef struct irp_vm_state_t {
   int64_t* i64_registers;
   irp_vm_ref_t* ref_registers;
@@ -47,6 +51,7 @@ typedef struct irp_vm_state_t {
   uint8_t* arena;
   irp_vm_pool_t* pool; /* buffer_alloc / buffer_free; the caller resets it before each invoke */
   irp_vm_entry_profile_t* profile;
+  irp_hal_device_t* device;
 } irp_vm_state_t;
 
 /* Runs module->functions[function] with its inputs (input_count == the function's input count,

@@ -5,6 +5,7 @@
 
 #include "../base/allocator.h"
 #include "../base/crc32.h"
+#include "../base/little_endian.h"
 #include "flatbuf.h"
 #include "isa_generated.h"
 #include "verifier.h"
@@ -223,7 +224,7 @@ static irp_status_t irp_load_constants(const irp_allocator_t* allocator, const i
 }
 
 static irp_status_t irp_load_entry_point(const irp_allocator_t* allocator, const irp_fb_t* fb,
-                                         const irp_fb_table_t* table, irp_vm_entry_point_t* out_entry) {
+                                         const irp_fb_table_t* table, irp_hal_entry_point_t* out_entry) {
   uint32_t name_length;
   irp_fb_vector_t lengths;
   IRP_RETURN_IF_ERROR(irp_fb_string(fb, table, ENTRY_NAME, &out_entry->name, &name_length));
@@ -265,8 +266,8 @@ static const irp_flat_arch_t irp_flat_archs[] = {
 
 /* A flat entry point must start inside the code, on an instruction boundary of its architecture:
  * the runtime calls code + code_offset and must never jump outside the image. */
-static irp_status_t irp_check_flat_entry(const irp_fb_t* fb, const irp_vm_executable_t* executable,
-                                         const irp_vm_entry_point_t* entry) {
+static irp_status_t irp_check_flat_entry(const irp_fb_t* fb, const irp_hal_executable_t* executable,
+                                         const irp_hal_entry_point_t* entry) {
   irp_flat_arch_t rule = {executable->arch, 1, false};
   for (size_t i = 0; i < sizeof(irp_flat_archs) / sizeof(irp_flat_archs[0]); ++i) {
     if (strcmp(irp_flat_archs[i].arch, executable->arch) == 0) rule = irp_flat_archs[i];
@@ -291,7 +292,7 @@ static irp_status_t irp_check_flat_entry(const irp_fb_t* fb, const irp_vm_execut
 }
 
 static irp_status_t irp_load_executable(const irp_allocator_t* allocator, const irp_fb_t* fb,
-                                        const irp_fb_table_t* table, irp_vm_executable_t* out_executable) {
+                                        const irp_fb_table_t* table, irp_hal_executable_t* out_executable) {
   uint8_t format;
   irp_fb_vector_t entries, code;
   IRP_RETURN_IF_ERROR(irp_fb_u8(fb, table, EXECUTABLE_FORMAT, 0, &format));
@@ -300,7 +301,7 @@ static irp_status_t irp_load_executable(const irp_allocator_t* allocator, const 
                     "executable for %s has format %u; this runtime loads elf (0) and flat (1)",
                     out_executable->arch, format);
   }
-  out_executable->format = (irp_executable_format_t)format;
+  out_executable->format = (irp_hal_executable_format_t)format;
   IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, EXECUTABLE_ENTRY_POINTS, 4, &entries));
   IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, EXECUTABLE_CODE, 1, &code));
   out_executable->code = fb->data + code.pos;
@@ -313,7 +314,7 @@ static irp_status_t irp_load_executable(const irp_allocator_t* allocator, const 
                     "executable for %s is corrupt: its code has CRC-32 0x%08x, the module says 0x%08x",
                     out_executable->arch, (unsigned)actual_crc, (unsigned)expected_crc);
   }
-  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, entries.count, sizeof(irp_vm_entry_point_t), 8,
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, entries.count, sizeof(irp_hal_entry_point_t), 8,
                                           fb->diag, (void**)&out_executable->entry_points));
   out_executable->entry_point_count = entries.count;
   for (uint32_t i = 0; i < entries.count; ++i) {
@@ -356,10 +357,10 @@ static irp_status_t irp_load_executables(const irp_allocator_t* allocator, const
     irp_append_arch(archs, sizeof(archs), arch);
     if (strcmp(arch, IRP_ARCH_NAME) != 0) continue;
     irp_vm_executable_t* executable = &module->executables[module->executable_count++];
-    executable->arch = arch;
+    executable->hal.arch = arch;
     executable->first_entry_index = module->entry_point_count;
-    IRP_RETURN_IF_ERROR(irp_load_executable(allocator, fb, &table, executable));
-    module->entry_point_count += executable->entry_point_count;
+    IRP_RETURN_IF_ERROR(irp_load_executable(allocator, fb, &table, &executable->hal));
+    module->entry_point_count += executable->hal.entry_point_count;
   }
   if (module->executable_count == 0) {
     return IRP_FAIL(fb->diag, IRP_UNSUPPORTED,
@@ -427,7 +428,7 @@ void irp_vm_module_free(const irp_allocator_t* allocator, irp_vm_module_t* modul
     irp_free(allocator, module->functions[i].outputs);
   }
   for (uint32_t i = 0; module->executables != NULL && i < module->executable_count; ++i) {
-    irp_vm_executable_t* executable = &module->executables[i];
+    irp_hal_executable_t* executable = &module->executables[i].hal;
     for (uint32_t j = 0; executable->entry_points != NULL && j < executable->entry_point_count; ++j) {
       irp_free(allocator, executable->entry_points[j].binding_min_lengths);
     }

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "../base/status.h"
-#include "../hal/kernel_abi.h"
+#include "../hal/executable.h"
 
 /* A dim of IRP_VM_DYNAMIC_DIM is dynamic: its value comes with each call (inputs) or from the
  * function's i64 results (outputs). */
@@ -52,32 +52,11 @@ typedef struct irp_vm_constant_t {
   size_t length;
 } irp_vm_constant_t;
 
-typedef struct irp_vm_entry_point_t {
-  const char* name;
-  uint16_t binding_count;
-  uint16_t push_constant_count;
-  uint64_t* binding_min_lengths; /* binding_count values */
-  uint32_t code_offset;          /* flat executables: where the function starts in `code` (Thumb: | 1) */
-} irp_vm_entry_point_t;
-
-/* ExecutableFormat in flatbuffers/module.fbs. */
-typedef enum irp_executable_format_e {
-  IRP_EXECUTABLE_FORMAT_ELF = 0,  /* a shared object, loaded and relocated (hal/elf_loader.h) */
-  IRP_EXECUTABLE_FORMAT_FLAT = 1, /* a memory image used in place (hal/flat_executable.h) */
-} irp_executable_format_t;
-
-/* An executable for this build's architecture. `kernels` is filled when its code is loaded
- * (runtime_c/hal/cpu_executable.c): one function per entry point, same order. */
+/* An executable for this build's architecture: its code and entry points as the HAL prepares and
+ * dispatches them, and where its entry points start in the module's numbering. */
 typedef struct irp_vm_executable_t {
-  const char* arch;
-  irp_executable_format_t format;
+  irp_hal_executable_t hal;
   uint32_t first_entry_index; /* of its entry points among all loaded ones (profiling slots) */
-  uint32_t entry_point_count;
-  irp_vm_entry_point_t* entry_points;
-  const uint8_t* code;
-  size_t code_length;
-  irp_kernel_fn_t* kernels;
-  void* image; /* the loaded kernel library (hal), owned by whoever loads it */
 } irp_vm_executable_t;
 
 typedef struct irp_vm_module_t {

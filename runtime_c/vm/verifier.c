@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "../base/allocator.h"
-#include "flatbuf.h"
+#include "../base/little_endian.h"
 #include "isa_generated.h"
 
 static const irp_op_info_t irp_op_info[256] = {IRP_VM_OP_INFO_TABLE};
@@ -112,14 +112,14 @@ static irp_status_t irp_check_dispatch(const irp_verify_ctx_t* ctx, const irp_in
                     ctx->function->name, insn->pc, (unsigned long long)executable_index,
                     ctx->module->executable_count, IRP_ARCH_NAME);
   }
-  const irp_vm_executable_t* executable = &ctx->module->executables[executable_index];
+  const irp_hal_executable_t* executable = &ctx->module->executables[executable_index].hal;
   if (entry_index >= executable->entry_point_count) {
     return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
                     "%s: bytecode at %zu: dispatch of entry point %llu but executable %llu has %" PRIu32,
                     ctx->function->name, insn->pc, (unsigned long long)entry_index,
                     (unsigned long long)executable_index, executable->entry_point_count);
   }
-  const irp_vm_entry_point_t* entry = &executable->entry_points[entry_index];
+  const irp_hal_entry_point_t* entry = &executable->entry_points[entry_index];
   if (insn->value[5] != entry->push_constant_count) {
     return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
                     "%s: bytecode at %zu: dispatch of '%s' passes %llu push constants, the entry point takes %u",

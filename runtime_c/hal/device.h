@@ -1,0 +1,82 @@
+/* The HAL's device interface: how the VM runs kernels without knowing which driver runs them.
+ *
+ * A device prepares each executable (hal/executable.h) once, when a module is loaded, and
+ * releases it when the module is released. Then each `dispatch` instruction becomes one
+ * irp_hal_dispatch_t: an entry point of a prepared executable and the irp_dispatch_state_t its
+ * kernel receives (workgroup count, push constants, bindings: hal/kernel_abi.h). The device's
+ * `dispatch` runs every workgroup of it before it returns.
+ *
+ * Drivers implement irp_hal_device_vtable_t. The synchronous CPU driver (hal/sync_device.h) runs
+ * the workgroups one after another on the calling thread; a threaded CPU driver would split the
+ * same workgroups over a pool of workers (each issuing its share with irp_cpu_executable_issue,
+ * hal/cpu_executable.h), and a Vulkan driver would prepare pipelines and record the grid into a
+ * command buffer. The VM (vm/interp.c) only calls through the vtable.
+ *
+ * Ownership: the caller owns the device and everything a dispatch points to; the device borrows
+ * them for the call. Nothing in the dispatch path allocates.
+ *
+ * Errors: `dispatch` returns IRP_OK when every workgroup returned IRP_KERNEL_STATUS_OK. When a
+ * kernel returns anything else it returns IRP_RUNTIME_FAILURE and fills *out_failure with that
+ * code and the workgroup, and writes no message: the caller names the failed call. Of several
+ * failing workgroups it reports the first in x-fastest order (x, then y, then z), whichever order
+ * they ran in; workgroups after that one may or may not have run. Any other failure of a driver is
+ * its status with a message in `diag`, and out_failure->status stays IRP_KERNEL_STATUS_OK. */
+#ifndef IRP_HAL_DEVICE_H_
+#define IRP_HAL_DEVICE_H_
+
+#include <stdint.h>
+
+#include "../base/status.h"
+#include "executable.h"
+#include "kernel_abi.h"
+
+/* One kernel call: entry point `entry_point` of `executable` over state.workgroup_count. */
+typedef struct irp_hal_dispatch_t {
+  const irp_hal_executable_t* executable; /* prepared by the device that runs the dispatch */
+  uint32_t entry_point;                   /* < executable->entry_point_count */
+  irp_dispatch_state_t state;
+} irp_hal_dispatch_t;
+
+/* The first failing workgroup of a dispatch. */
+typedef struct irp_hal_kernel_failure_t {
+  int32_t status; /* what its kernel returned; IRP_KERNEL_STATUS_OK when no kernel failed */
+  uint32_t workgroup_id[3];
+} irp_hal_kernel_failure_t;
+
+typedef struct irp_hal_device_t irp_hal_device_t;
+
+typedef struct irp_hal_device_vtable_t {
+  /* Makes `executable` ready to dispatch (allocating from `allocator`). On failure what was made
+   * stays recorded in the executable, and release_executable releases it. */
+  irp_status_t (*prepare_executable)(irp_hal_device_t* device, const irp_allocator_t* allocator,
+                                     irp_hal_executable_t* executable, irp_diag_t* diag);
+  /* Releases what prepare_executable made; does nothing for an executable never prepared. */
+  void (*release_executable)(irp_hal_device_t* device, const irp_allocator_t* allocator,
+                             irp_hal_executable_t* executable);
+  /* Runs every workgroup of `dispatch` (see Errors above). */
+  irp_status_t (*dispatch)(irp_hal_device_t* device, const irp_hal_dispatch_t* dispatch,
+                           irp_hal_kernel_failure_t* out_failure, irp_diag_t* diag);
+} irp_hal_device_vtable_t;
+
+/* A driver's device struct starts with this member, so a pointer to it is a pointer to the device. */
+struct irp_hal_device_t {
+  const irp_hal_device_vtable_t* vtable;
+};
+
+static inline irp_status_t irp_hal_device_prepare_executable(irp_hal_device_t* device,
+                                                             const irp_allocator_t* allocator,
+                                                             irp_hal_executable_t* executable, irp_diag_t* diag) {
+  return device->vtable->prepare_executable(device, allocator, executable, diag);
+}
+
+static inline void irp_hal_device_release_executable(irp_hal_device_t* device, const irp_allocator_t* allocator,
+                                                     irp_hal_executable_t* executable) {
+  device->vtable->release_executable(device, allocator, executable);
+}
+
+static inline irp_status_t irp_hal_device_dispatch(irp_hal_device_t* device, const irp_hal_dispatch_t* dispatch,
+                                                   irp_hal_kernel_failure_t* out_failure, irp_diag_t* diag) {
+  return device->vtable->dispatch(device, dispatch, out_failure, diag);
+}
+
+#endif /* IRP_HAL_DEVICE_H_ */

@@ -19,10 +19,10 @@ import onnx
 from iree_py.frontends.onnx_compose import reshape, shape_of, transpose
 from iree_py.errors import CompileError
 from iree_py.ir.graph import Graph, Node, Value
-from iree_py.ir.ops_control_flow import FAIL
+from iree_py.ir.ops.control_flow import FAIL
 from iree_py.ir.ops import infer_types
 from iree_py.ir.symbols import Expr
-from iree_py.ir.ops_sequence import join
+from iree_py.ir.ops.sequences import join
 from iree_py.ir.types import DType, TensorType, is_sequence
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ import numpy as np
 from iree_py.frontends.onnx_dims import dims_of
 from iree_py.frontends.onnx_symbolic import floordiv, sign_of, smax
 from iree_py.ir.graph import Value
-from iree_py.ir.ops_convt import conv_transpose_full_size
+from iree_py.ir.ops.conv import conv_transpose_full_size
 from iree_py.ir.symbols import Expr, dim, dim_text
 from iree_py.ir.types import Dim
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from iree_py.frontends.onnx_compose import reshape
 from iree_py.ir.graph import Value
-from iree_py.ir.ops_misc import CUMULATIVE_DTYPES
+from iree_py.ir.ops.reduce import CUMULATIVE_DTYPES
 from iree_py.ir.types import DType
 
 if TYPE_CHECKING:

@@ -19,8 +19,8 @@ from iree_py.frontends.onnx_dims import dim_list, dims_of
 from iree_py.frontends.onnx_indexing import compress as compress_constant
 from iree_py.frontends.onnx_symbolic import symbol_name
 from iree_py.ir.graph import Value
-from iree_py.ir.ops_datadep import DATADEP_DTYPES
-from iree_py.ir.reference_datadep import unique as unique_reference
+from iree_py.ir.ops.data_dependent import DATADEP_DTYPES
+from iree_py.ir.ops.data_dependent import unique as unique_reference
 from iree_py.ir.symbols import Expr, call, dim
 
 if TYPE_CHECKING:

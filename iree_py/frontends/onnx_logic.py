@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 
 from iree_py.ir.graph import Value
-from iree_py.ir.ops_logic import FLOAT_DTYPES, INT_DTYPES
+from iree_py.ir.opdef import FLOAT_DTYPES, INT_DTYPES
 from iree_py.ir.types import DType
 
 if TYPE_CHECKING:

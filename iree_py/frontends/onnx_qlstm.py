@@ -31,7 +31,7 @@ from iree_py.frontends.onnx_dims import filled
 from iree_py.frontends.onnx_quant import dynamic_u8_parameters, integer_matmul, quantize_u8
 from iree_py.frontends.onnx_recurrent import _activations, _last_steps, _optional, _sequence_lens
 from iree_py.ir.graph import Value
-from iree_py.ir.ops_recurrent import DIRECTIONS, num_directions
+from iree_py.ir.ops.recurrent import DIRECTIONS, num_directions
 from iree_py.ir.types import DType
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import numpy as np
 from iree_py.frontends.onnx_compose import out_index, reshape, shape_of, transpose
 from iree_py.frontends.onnx_dims import filled
 from iree_py.ir.graph import Value
-from iree_py.ir.ops_recurrent import ACTIVATIONS, DIRECTIONS, FUNCTIONS_PER_DIRECTION, GATES, num_directions
+from iree_py.ir.ops.recurrent import ACTIVATIONS, DIRECTIONS, FUNCTIONS_PER_DIRECTION, GATES, num_directions
 from iree_py.ir.types import Dim, DType
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import numpy as np
 from iree_py.frontends.onnx_dims import dims_of
 from iree_py.frontends.onnx_symbolic import sign_of
 from iree_py.ir.graph import Value
-from iree_py.ir.ops_resize_pad import PAD_MODES
+from iree_py.ir.ops.pad import PAD_MODES
 from iree_py.ir.resize_math import COORDINATE_MODES, MODES, AxisResize, ResizeMethod, resize_tables
 from iree_py.ir.symbols import Expr, dim
 from iree_py.ir.types import Dim

@@ -255,7 +255,7 @@ def _rt_pad(ctx: "OnnxContext") -> list[Value] | None:
     """Pad with pads/axes/constant_value given at run time (static input): per padded axis, output
     index o gathers input index lo + map(o - begin - lo) (lo: the begin crop), map by the mode;
     constant mode then puts the value where any axis lies in the padding."""
-    from iree_py.ir.ops_resize_pad import PAD_MODES
+    from iree_py.ir.ops.pad import PAD_MODES
     if ctx.opset < 11 or not any(_runtime(ctx, i) for i in (1, 2, 3)):
         return None
     x = _static_data(ctx, "Pad")

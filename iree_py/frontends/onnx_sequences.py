@@ -10,7 +10,7 @@ import onnx
 
 from iree_py.errors import CompileError
 from iree_py.ir.graph import Value
-from iree_py.ir.ops_sequence import rank_attr
+from iree_py.ir.ops.sequences import rank_attr
 from iree_py.ir.symbols import Expr
 from iree_py.ir.types import DType, SequenceType, is_sequence
 

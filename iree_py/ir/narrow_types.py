@@ -132,7 +132,7 @@ def narrow_cast_array(x: np.ndarray, to: DType) -> np.ndarray:
     """Cast where the source or the target is a narrow type, as the kernels do (module docstring).
     Narrow sources widen exactly (floats to f32, integers to i8); a wide target then casts the
     usual way through `wide_cast`."""
-    from iree_py.ir.reference_logic import cast_array as wide_cast
+    from iree_py.ir.ops.cast import cast_array as wide_cast
     src = _dtype_of(x)
     if src in NARROW_FLOAT_DTYPES:
         x = x.astype(np.float32)

@@ -13,7 +13,7 @@ from iree_py.errors import CompileError
 from iree_py.ir.fused import chain_values
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.ops import ELEMENTWISE_OPS, OPS, infer_types
-from iree_py.ir.ops_control_flow import bodies
+from iree_py.ir.ops.control_flow import bodies
 from iree_py.ir.types import DType
 
 

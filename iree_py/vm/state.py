@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from iree_py.errors import CompileError
 from iree_py.ir.graph import Graph, Node, Value
-from iree_py.ir.ops_state import STATE_OPS
+from iree_py.ir.ops.state import STATE_OPS
 from iree_py.ir.types import TensorType
 from iree_py.vm.memory_plan import ALIGNMENT, MemoryPlanResult
 

@@ -10,7 +10,7 @@ import pytest
 from iree_py.codegen.kernel_abi import STATUS_INDEX_OUT_OF_RANGE
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm.jit import run_kernels
-from iree_py.ir import indexing_ops
+from iree_py.ir.ops import indexing as indexing_ops
 from iree_py.ir.types import DType, TensorType
 
 rng = np.random.default_rng(7)

@@ -16,7 +16,7 @@ from iree_py.codegen.llvm.jit import run_kernels
 from iree_py.codegen.llvm import build_kernel_objects
 from iree_py.targets import load_target
 from iree_py.ir.ops import infer_types
-from iree_py.ir.ops_qsoftmax import qsoftmax_params
+from iree_py.ir.ops.qsoftmax import qsoftmax_params
 from iree_py.ir.reference import KERNELS
 from iree_py.ir.types import DType, TensorType
 

@@ -9,8 +9,8 @@ import pytest
 
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm.jit import run_kernels
-from iree_py.ir.ops_recurrent import FUNCTIONS_PER_DIRECTION, GATES
-from iree_py.ir.reference_recurrent import KERNELS
+from iree_py.ir.ops.recurrent import FUNCTIONS_PER_DIRECTION, GATES
+from iree_py.ir.ops.recurrent import KERNELS
 from iree_py.ir.types import DType, TensorType
 from tests.codegen.conftest import assert_close
 

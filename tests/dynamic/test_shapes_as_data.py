@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import iree_py
-from iree_py.ir.ops_dims import DIM_VALUES
+from iree_py.ir.ops.dim_values import DIM_VALUES
 from iree_py.frontends.onnx import import_onnx
 from tests.e2e.harness import DEVICE, assert_close, run_onnxruntime
 

@@ -17,8 +17,8 @@ from iree_py.frontends.tflite.quant_ops import storage_type, tensor_quant
 from iree_py.frontends.tflite.schema.BuiltinOperator import BuiltinOperator as B
 from iree_py.frontends.tflite.schema.SoftmaxOptions import SoftmaxOptionsT
 from iree_py.ir.graph import Value
-from iree_py.ir.ops_qlookup import lookup_table
-from iree_py.ir.ops_qsoftmax import qsoftmax_params
+from iree_py.ir.ops.quantized import lookup_table
+from iree_py.ir.ops.qsoftmax import qsoftmax_params
 
 if TYPE_CHECKING:
     from iree_py.frontends.tflite.importer import TfliteContext

@@ -1,5 +1,5 @@
 """Ops whose output size depends on the data (ONNX NonZero, Compress and Unique; TopK with a k
-read at run time is the TopK op of ops_resize_pad.py). Each is computed in two passes: a count op
+read at run time is the TopK op of topk.py). Each is computed in two passes: a count op
 writes the size into an i64[1] tensor, the lowering reads it into a symbol
 (`graph.symbol_sources`), the output is allocated at its real size, and the op writes it.
 
@@ -12,18 +12,24 @@ writes the size into an i64[1] tensor, the lowering reads it into a symbol
   Unique        X, count -> attrs axis, result (values, indices, inverse, counts), sorted (0/1),
                 count (the symbol u): values (X's shape with u at axis, X's dtype), indices [u],
                 inverse [X.shape[axis]], counts [u] (i64); sorted: slices in lexicographic order
+Shape rules and numpy references.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from iree_py.ir.opdef import OpDef
+import numpy as np
+
+from iree_py.ir.opdef import Kernel, OpDef
 from iree_py.ir.symbols import Expr, dim
 from iree_py.ir.types import DType, TensorType
+
 
 # The element types the data-dependent kernels compare (bool and integers as integers, f16/bf16 as f32).
 DATADEP_DTYPES = frozenset({DType.f32, DType.f64, DType.f16, DType.bf16, DType.bool, DType.i8, DType.u8, DType.i16, DType.u16,
                             DType.i32, DType.u32, DType.i64, DType.u64})
+
+
 UNIQUE_RESULTS = ("values", "indices", "inverse", "counts")
 
 
@@ -74,9 +80,47 @@ def _unique(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]
     return [TensorType(DType.i64, (x.shape[axis] if attrs["result"] == "inverse" else count,))]
 
 
-DATADEP_OP_DEFS = [
+# --- numpy reference -------------------------------------------------------------------------------
+
+def nonzero_count(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    return np.array([np.count_nonzero(ins[0])], np.int64)
+
+
+def nonzero(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    return np.array(np.nonzero(ins[0]), np.int64).reshape(ins[0].ndim, -1)
+
+
+def unique_count(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    return np.array([np.unique(ins[0], axis=attrs["axis"]).shape[attrs["axis"]]], np.int64)
+
+
+def unique(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    """ONNX Unique along attrs axis: slices in lexicographic order, or in the order of their first
+    occurrence (sorted 0)."""
+    x, axis = ins[0], attrs["axis"]
+    values, first, inverse, counts = np.unique(x, return_index=True, return_inverse=True, return_counts=True,
+                                               axis=axis)
+    inverse = inverse.reshape(-1)
+    if not attrs["sorted"]:
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        values, first, counts, inverse = np.take(values, order, axis=axis), first[order], counts[order], rank[inverse]
+    if attrs["result"] == "values":
+        return values.astype(x.dtype)
+    return {"indices": first, "inverse": inverse, "counts": counts}[attrs["result"]].astype(np.int64).reshape(-1)
+
+
+OP_DEFS = [
     OpDef("NonZeroCount", (), 1, 1, _nonzero_count, dtypes=DATADEP_DTYPES),
     OpDef("NonZero", ("count",), 2, 2, _nonzero, dtypes=DATADEP_DTYPES),
     OpDef("UniqueCount", ("axis",), 1, 1, _unique_count, dtypes=DATADEP_DTYPES),
     OpDef("Unique", ("axis", "count", "result", "sorted"), 2, 2, _unique, dtypes=DATADEP_DTYPES),
 ]
+
+KERNELS: dict[str, Kernel] = {
+    "NonZeroCount": nonzero_count,
+    "NonZero": nonzero,
+    "UniqueCount": unique_count,
+    "Unique": unique,
+}

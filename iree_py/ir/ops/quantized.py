@@ -1,26 +1,47 @@
-"""Shape rules of the quantized ops (Quantize, Dequantize, QConv, QMatMul, ConvInteger, MatMulInteger,
-QAdd, QAveragePool), registered in ops.py's table as QUANT_OP_DEFS. The semantics are in docs/ir.md ("Quantized ops");
-the reference kernels in reference_quant.py.
+"""The quantized ops (docs/ir.md, "Quantized ops"): Quantize, Dequantize, QConv, QMatMul, ConvInteger,
+MatMulInteger, QAdd, QAveragePool and QLookup: shape rules and bit-exact numpy references.
 
 Every rule checks each operand's dtype and every attribute (ranges of zero points, per-channel
 list lengths, requantization mode), so a frontend's mistake is caught at import with its node name.
+The references compute accumulators exactly in int64 and wrap them to int32, as the generated
+kernels do; requantization uses quant_math.py (TFLite's fixed-point helpers, onnxruntime's float
+requant).
+
+QLookup: an int8/uint8 elementwise function given as a 256-entry table (TFLite's LUT kernels).
+
+    QLookup(x: i8 | u8) -> out_dtype, same shape
+    attrs: table (256 ints in the output's range, indexed by the input's byte: x & 0xFF), out_dtype
+
+TFLite's int8/uint8 LOGISTIC and TANH (reference resolver included) evaluate a table that Prepare
+fills in float32: q_out = clamp(round(f(scale_in * (q - zp_in)) / scale_out) + zp_out). `lookup_table`
+builds the same table at compile time; the kernel only indexes it (no float at run time).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
+from iree_py.ir import quant_math as qm
 from iree_py.ir.dim_checks import require_equal, same_dims
-from iree_py.ir.opdef import OpDef, pool_output_dim, pool_rule
+from iree_py.ir.opdef import Kernel, OpDef, pool_output_dim, pool_output_size, pool_rule
 from iree_py.ir.quant_math import QRANGE
 from iree_py.ir.types import Dim, DType, TensorType
 
+
 QUANT_DTYPES = frozenset({DType.i8, DType.u8})
+
+
 ROUNDINGS = ("half_even", "half_away")
+
+
 REQUANT_MODES = ("fixed", "float")
+
+
 REQUANT_ATTRS = ("act_max", "act_min", "multiplier", "out_dtype", "requant", "scale", "shift", "w_zero_point",
                  "x_zero_point", "y_zero_point")
+
+
 QADD_ATTRS = ("a_multiplier", "a_shift", "a_zero_point", "act_max", "act_min", "b_multiplier", "b_shift",
               "b_zero_point", "left_shift", "out_dtype", "y_multiplier", "y_shift", "y_zero_point")
 
@@ -267,7 +288,172 @@ def _qavgpool(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorTyp
     return pool_rule(inputs, attrs)
 
 
-QUANT_OP_DEFS = [
+QLOOKUP_DTYPES = frozenset({DType.i8, DType.u8})
+
+
+def lookup_table(dtype: str, in_scale: float, in_zero_point: int, out_scale: float, out_zero_point: int,
+                 transform: Callable[[np.ndarray], np.ndarray]) -> list[int]:
+    """TFLite's LUTPopulate: float32 dequantize, transform, multiply by 1/out_scale, round half away
+    from zero, add the zero point, clamp. Entry i is the result for the byte i (x & 0xFF)."""
+    low, high = QRANGE[dtype]
+    values = np.arange(low, high + 1, dtype=np.int64)
+    dequantized = np.float32(in_scale) * (values - in_zero_point).astype(np.float32)
+    transformed = transform(dequantized).astype(np.float32)
+    scaled = transformed * (np.float32(1.0) / np.float32(out_scale))
+    rounded = np.sign(scaled) * np.floor(np.abs(scaled).astype(np.float64) + 0.5)
+    quantized = np.clip(rounded.astype(np.int64) + out_zero_point, low, high)
+    table = [0] * 256
+    for v, q in zip(values.tolist(), quantized.tolist()):
+        table[v & 0xFF] = int(q)
+    return table
+
+
+def _qlookup(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    x = inputs[0]
+    if x.dtype not in QLOOKUP_DTYPES:
+        raise ValueError(f"QLookup input must be i8 or u8, got {x}")
+    out = attrs["out_dtype"]
+    if out not in QRANGE:
+        raise ValueError(f"QLookup out_dtype {out!r}: expected 'i8' or 'u8'")
+    table = list(attrs["table"])
+    low, high = QRANGE[out]
+    if len(table) != 256 or any(not low <= int(v) <= high for v in table):
+        raise ValueError(f"QLookup table must hold 256 values in [{low}, {high}], got {len(table)} values")
+    return [TensorType(DType(out), x.shape)]
+
+
+# --- numpy reference -------------------------------------------------------------------------------
+
+def _channel_shape(ndim: int, axis: int) -> tuple[int, ...]:
+    """Shape that lines a per-channel list up with `axis` of an ndim array (-1: per tensor)."""
+    if axis == -1:
+        return (1,) * ndim
+    return tuple(-1 if i == axis else 1 for i in range(ndim))
+
+
+def quantize(ins: list[np.ndarray], a: dict[str, Any]) -> np.ndarray:
+    x = ins[0].astype(np.float32)
+    shape = _channel_shape(x.ndim, a["axis"])
+    scale = np.asarray(a["scale"], dtype=np.float32).reshape(shape)
+    zero_point = np.asarray(a["zero_point"], dtype=np.int64).reshape(shape)
+    with np.errstate(all="ignore"):
+        v = x / scale  # in f32, as the kernel divides
+    rounded = qm.round_half_even_f32(v) if a["rounding"] == "half_even" else qm.round_half_away_f32(v)
+    lo, hi = qm.QRANGE[a["dtype"]]
+    rounded = np.clip(np.nan_to_num(rounded, nan=0.0), lo - 2**20, hi + 2**20).astype(np.int64)
+    return np.clip(rounded + zero_point, lo, hi).astype(np.dtype(np.int8 if a["dtype"] == "i8" else np.uint8))
+
+
+def dequantize(ins: list[np.ndarray], a: dict[str, Any]) -> np.ndarray:
+    x = ins[0]
+    shape = _channel_shape(x.ndim, a["axis"])
+    scale = np.asarray(a["scale"], dtype=np.float32).reshape(shape)
+    zero_point = np.asarray(a["zero_point"], dtype=np.int64).reshape(shape)
+    return qm.wrap_i32(x.astype(np.int64) - zero_point).astype(np.float32) * scale
+
+
+def _requantize(acc: np.ndarray, a: dict[str, Any], channel_axis: int) -> np.ndarray:
+    """int32 accumulators -> out_dtype with the requantization attributes (per channel on channel_axis)."""
+    shape = _channel_shape(acc.ndim, channel_axis)
+    if a["requant"] == "fixed":
+        mult = np.asarray(a["multiplier"], dtype=np.int64).reshape(shape)
+        shift = np.asarray(a["shift"], dtype=np.int64).reshape(shape)
+        y = qm.requantize_fixed(acc, mult, shift) + a["y_zero_point"]
+    else:
+        scale = np.asarray(a["scale"], dtype=np.float32).reshape(shape)
+        y = qm.requantize_float(acc, scale, a["y_zero_point"], a["act_min"], a["act_max"])
+    y = np.clip(y, a["act_min"], a["act_max"])
+    return y.astype(np.int8 if a["out_dtype"] == "i8" else np.uint8)
+
+
+def _conv_accumulate(x: np.ndarray, w: np.ndarray, x_zp: np.ndarray | int, w_zp: np.ndarray, a: dict[str, Any]
+                     ) -> np.ndarray:
+    """sum((x - x_zp) * (w - w_zp[m])) over each window, exactly in int64 (padding holds the zero
+    point: it contributes nothing). w_zp: 1 or M values."""
+    from iree_py.ir.ops.conv import _pad_nchw, _windows  # conv.py imports this module
+    x, w = x.astype(np.int64), w.astype(np.int64)
+    m, cg, kh, kw = w.shape
+    group, pads, strides, dil = a["group"], a["pads"], a["strides"], a["dilations"]
+    oh = pool_output_size(x.shape[2], kh, strides[0], pads[0], pads[2], dil[0], 0)
+    ow = pool_output_size(x.shape[3], kw, strides[1], pads[1], pads[3], dil[1], 0)
+    xs = np.ascontiguousarray(_pad_nchw(x - x_zp, pads, 0))
+    ws = w - np.asarray(w_zp, dtype=np.int64).reshape(-1, 1, 1, 1)
+    win = _windows(xs, (kh, kw), strides, dil, (oh, ow))
+    mg = m // group
+    return np.concatenate([np.einsum("nchwij,mcij->nmhw", win[:, g * cg:(g + 1) * cg], ws[g * mg:(g + 1) * mg])
+                           for g in range(group)], axis=1)
+
+
+def _matmul_accumulate(x: np.ndarray, w: np.ndarray, x_zp: np.ndarray | int, w_zp: np.ndarray) -> np.ndarray:
+    """(x - x_zp) @ (w - w_zp) exactly in int64: x_zp per tensor or per row (M values), w_zp per
+    tensor or per column (N values); w [K, N] or batched like x."""
+    rows = np.asarray(x_zp, dtype=np.int64).reshape(-1, 1)
+    return np.matmul(x.astype(np.int64) - rows, w.astype(np.int64) - np.asarray(w_zp, dtype=np.int64).reshape(1, -1))
+
+
+def qconv(ins: list[np.ndarray], a: dict[str, Any]) -> np.ndarray:
+    acc = _conv_accumulate(ins[0], ins[1], a["x_zero_point"], np.asarray(a["w_zero_point"]), a)
+    if len(ins) == 3 and ins[2] is not None:
+        acc = acc + ins[2].astype(np.int64).reshape(1, -1, 1, 1)
+    return _requantize(qm.wrap_i32(acc), a, 1)
+
+
+def qmatmul(ins: list[np.ndarray], a: dict[str, Any]) -> np.ndarray:
+    acc = _matmul_accumulate(ins[0], ins[1], a["x_zero_point"], np.asarray(a["w_zero_point"]))
+    if len(ins) == 3 and ins[2] is not None:
+        acc = acc + ins[2].astype(np.int64)
+    return _requantize(qm.wrap_i32(acc), a, acc.ndim - 1)
+
+
+def conv_integer(ins: list[np.ndarray], a: dict[str, Any]) -> np.ndarray:
+    """int32 (wrapping) sums of (x - x_zero_point) * (w - w_zero_point[m])."""
+    return qm.wrap_i32(_conv_accumulate(ins[0], ins[1], ins[2].astype(np.int64), ins[3], a)).astype(np.int32)
+
+
+def matmul_integer(ins: list[np.ndarray], a: dict[str, Any]) -> np.ndarray:
+    return qm.wrap_i32(_matmul_accumulate(ins[0], ins[1], ins[2], ins[3])).astype(np.int32)
+
+
+def qadd(ins: list[np.ndarray], a: dict[str, Any]) -> np.ndarray:
+    smaller = qm.multiply_by_quantized_multiplier_smaller_than_one_exp
+    shifted_a = qm.wrap_i32((ins[0].astype(np.int64) - a["a_zero_point"]) << a["left_shift"])
+    shifted_b = qm.wrap_i32((ins[1].astype(np.int64) - a["b_zero_point"]) << a["left_shift"])
+    scaled_a = smaller(shifted_a, a["a_multiplier"], a["a_shift"])
+    scaled_b = smaller(shifted_b, a["b_multiplier"], a["b_shift"])
+    raw = smaller(qm.wrap_i32(scaled_a + scaled_b), a["y_multiplier"], a["y_shift"]) + a["y_zero_point"]
+    y = np.clip(raw, a["act_min"], a["act_max"])
+    return y.astype(np.int8 if a["out_dtype"] == "i8" else np.uint8)
+
+
+def qaverage_pool(ins: list[np.ndarray], a: dict[str, Any]) -> np.ndarray:
+    """Sum of the raw values in the window / element count (counted as AveragePool counts them),
+    rounded as TFLite: (sum +- count / 2) / count with C's truncating division."""
+    from iree_py.ir.ops.conv import _pad_nchw, _windows  # conv.py imports this module
+    from iree_py.ir.ops.pool import _pool_out_hw, _pool_padded_extent
+    x = ins[0]
+    out_hw = _pool_out_hw(x, a)
+    ext = _pool_padded_extent(x, a, out_hw)
+    xp = np.ascontiguousarray(_pad_nchw(x.astype(np.int64), ext, 0))
+    sums = _windows(xp, tuple(a["kernel"]), a["strides"], [1, 1], out_hw).sum(axis=(4, 5))
+    pads, (h, w) = a["pads"], x.shape[2:]
+    if a["count_include_pad"]:
+        mask = _pad_nchw(np.zeros((1, 1, h, w), dtype=np.int64), pads, 0) + 1
+    else:
+        mask = _pad_nchw(np.ones((1, 1, h, w), dtype=np.int64), pads, 0)
+    mask = np.ascontiguousarray(_pad_nchw(mask, [0, 0, ext[2] - pads[2], ext[3] - pads[3]], 0))
+    counts = _windows(mask, tuple(a["kernel"]), a["strides"], [1, 1], out_hw).sum(axis=(4, 5))
+    num = np.where(sums > 0, sums + counts // 2, sums - counts // 2)
+    avg = np.sign(num) * (np.abs(num) // counts)
+    return np.clip(avg, a["act_min"], a["act_max"]).astype(x.dtype)
+
+
+def qlookup(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    table = np.asarray(attrs["table"], dtype=np.int64)
+    y = table[ins[0].view(np.uint8).astype(np.int64)]
+    return y.astype(np.int8 if attrs["out_dtype"] == "i8" else np.uint8)
+
+
+OP_DEFS = [
     OpDef("Quantize", ("axis", "dtype", "rounding", "scale", "zero_point"), 1, 1, _quantize),
     OpDef("Dequantize", ("axis", "scale", "zero_point"), 1, 1, _dequantize,
           dtypes=frozenset({DType.i8, DType.u8, DType.i32})),
@@ -278,4 +464,17 @@ QUANT_OP_DEFS = [
     OpDef("QAdd", QADD_ATTRS, 2, 2, _qadd, dtypes=QUANT_DTYPES),
     OpDef("QAveragePool", ("act_max", "act_min", "ceil_mode", "count_include_pad", "kernel", "pads", "strides"),
           1, 1, _qavgpool, dtypes=QUANT_DTYPES),
+    OpDef("QLookup", ("out_dtype", "table"), 1, 1, _qlookup, elementwise=False, dtypes=QLOOKUP_DTYPES),
 ]
+
+KERNELS: dict[str, Kernel] = {
+    "Quantize": quantize,
+    "Dequantize": dequantize,
+    "QConv": qconv,
+    "QMatMul": qmatmul,
+    "ConvInteger": conv_integer,
+    "MatMulInteger": matmul_integer,
+    "QAdd": qadd,
+    "QAveragePool": qaverage_pool,
+    "QLookup": qlookup,
+}

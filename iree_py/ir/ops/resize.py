@@ -1,10 +1,13 @@
-"""ResizeRuntime: ONNX Resize/Upsample whose scales, sizes or roi are known only at run time, or
-whose input has symbolic dims (iree_py/frontends/onnx_rt_resize.py). The static Resize op carries
-tap tables computed at compile time; this one computes source coordinates and weights in its
-kernel (iree_py/codegen/llvm/dynamic/resize_rt.py), per output index.
+"""Resize and ResizeRuntime: shape rules and numpy references.
 
-Inputs: X (any rank R), scales (f32[K]) and roi (f32[2K]: starts then ends), one entry per
-resized axis. Attributes:
+Resize carries tap tables computed at compile time (iree_py/ir/resize_math.py) as inputs X, index
+(i32) and weight (f32): one run of `taps` entries per output index and axis; the kernel is a
+gather-and-blend. ResizeRuntime is ONNX Resize/Upsample whose scales, sizes or roi are known only at
+run time, or whose input has symbolic dims (iree_py/frontends/onnx/resize.py): its kernel
+(iree_py/codegen/llvm/dynamic/resize_rt.py) computes source coordinates and weights per output index.
+
+ResizeRuntime inputs: X (any rank R), scales (f32[K]) and roi (f32[2K]: starts then ends), one entry
+per resized axis. Attributes:
   axes               the K resized axes (sorted or not, unique); the others are copied
   sizes              the R output dims (ints, or symbols read at run time)
   scales_from_sizes  1: the scale of axis a is f32(out) / f32(in) (ONNX `sizes` given), scales unread
@@ -18,11 +21,63 @@ from typing import Any
 
 import numpy as np
 
-from iree_py.ir.opdef import ANY_DTYPE, OpDef
-from iree_py.ir.resize_math import COORDINATE_MODES, MODES, NEAREST_MODES, AxisResize, ResizeMethod, axis_taps
 from iree_py.ir.dim_checks import DimCheck, record
+from iree_py.ir.opdef import ANY_DTYPE, Kernel, OpDef, static_shape
+from iree_py.ir.resize_math import (COORDINATE_MODES, MODES, NEAREST_MODES, OUTSIDE, AxisResize, ResizeMethod,
+                                    axis_taps, pack_tables, split_tables)
 from iree_py.ir.symbols import call, dim
 from iree_py.ir.types import Dim, DType, TensorType
+
+
+_static = static_shape
+
+
+def _resize(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorType]:
+    x, index, weight = inputs
+    shape = _static(x)
+    sizes, taps = [int(d) for d in attrs["sizes"]], [int(n) for n in attrs["taps"]]
+    if len(sizes) != len(shape) or len(taps) != len(shape):
+        raise ValueError(f"Resize sizes {sizes} and taps {taps} need one entry per axis of {x}")
+    if index.dtype != DType.i32 or weight.dtype != DType.f32:
+        raise ValueError(f"Resize tables must be i32 indices and f32 weights, got {index} and {weight}")
+    if x.dtype != DType.f32 and any(n > 1 for n in taps):
+        raise ValueError(f"Resize of {x} blends several taps; only f32 does (other dtypes: nearest only)")
+    for axis, (n, size, dim) in enumerate(zip(taps, sizes, shape)):
+        if n < 0 or size < 0 or (n == 0 and size != dim):
+            raise ValueError(f"Resize axis {axis}: {n} taps for {dim} -> {size}")
+    entries = sum(n * size for n, size in zip(taps, sizes))
+    if _static(index) != (entries,) or _static(weight) != (entries,):
+        raise ValueError(f"Resize tables {index} and {weight} should have {entries} entries")
+    return [TensorType(x.dtype, tuple(sizes))]
+
+
+def resize(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    """Separable gather-and-blend over the tap tables; outside positions take extrapolation_value."""
+    x, indices, weights = ins
+    sizes = tuple(int(d) for d in attrs["sizes"])
+    gather_only = all(n <= 1 for n in attrs["taps"])  # nearest: exact for every dtype
+    y = x if gather_only else x.astype(np.float64)
+    outside = np.zeros(sizes, dtype=bool)
+    for axis, table in enumerate(split_tables(list(attrs["taps"]), sizes, indices, weights)):
+        if table is None:
+            continue
+        idx, w = table
+        shape = [1] * x.ndim
+        shape[axis] = -1
+        if gather_only:
+            y = np.take(y, np.maximum(idx[:, 0], 0), axis=axis)
+            outside |= (idx[:, 0] == OUTSIDE).reshape(shape)
+            continue
+        acc = 0.0
+        for t in range(idx.shape[1]):
+            acc = acc + np.take(y, np.maximum(idx[:, t], 0), axis=axis) * w[:, t].astype(np.float64).reshape(shape)
+        y = acc
+        outside |= (idx[:, 0] == OUTSIDE).reshape(shape)
+    fill = np.array(attrs["extrapolation_value"]).astype(x.dtype)
+    return np.where(outside, fill, y.astype(x.dtype))
+
+
+# --- ResizeRuntime ---------------------------------------------------------------------------------
 
 RT_RESIZE_ATTRS = ("antialias", "axes", "coordinate_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value",
                    "mode", "nearest_mode", "scales_from_sizes", "sizes")
@@ -75,8 +130,6 @@ def _nonempty_source(in_dim: Dim, out_dim: Dim, what: str) -> None:
 
 def rt_resize_reference(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
     """numpy: the static tap tables (resize_math) built from the run-time scales and roi."""
-    from iree_py.ir.reference_resize_pad import resize
-    from iree_py.ir.resize_math import pack_tables
     x, scales, roi = ins
     axes = [int(a) for a in attrs["axes"]]
     sizes = [int(d) for d in attrs["sizes"]]
@@ -101,6 +154,12 @@ def rt_resize_reference(ins: list[np.ndarray], attrs: dict[str, Any]) -> np.ndar
                                           "extrapolation_value": attrs["extrapolation_value"]})
 
 
-RT_RESIZE_OP_DEFS = [
+OP_DEFS = [
+    OpDef("Resize", ("extrapolation_value", "sizes", "taps"), 3, 3, _resize, dtypes=ANY_DTYPE),
     OpDef("ResizeRuntime", RT_RESIZE_ATTRS, 3, 3, rt_resize_rule, dtypes=ANY_DTYPE),
 ]
+
+KERNELS: dict[str, Kernel] = {
+    "Resize": resize,
+    "ResizeRuntime": rt_resize_reference,
+}

@@ -1,6 +1,6 @@
 """DimValues: a tensor whose elements are dims (ints and symbolic Exprs), computed at run time from
 the symbols' values. The ONNX frontend folds shape arithmetic (Shape, Gather, Concat, ...) into
-"known values" at import (frontends/onnx_symbolic.py); when an op reads one as data (a Cast to
+"known values" at import (frontends/onnx/symbolic.py); when an op reads one as data (a Cast to
 float, a Mul with a tensor, a Range limit), the value becomes this op. It needs no kernel: the host
 program stores each element (vm/lowering.py). Its shape rule and numpy reference are here."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from iree_py.ir.opdef import OpDef
+from iree_py.ir.opdef import Kernel, OpDef
 from iree_py.ir.types import DType, TensorType
 
 DIM_VALUES = "DimValues"
@@ -31,5 +31,5 @@ def dim_values(inputs: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
     return np.array([int(v) for v in attrs["values"]], np.int64).reshape(tuple(attrs["shape"]))
 
 
-DIM_VALUES_OP_DEFS = [OpDef(DIM_VALUES, ("shape", "values"), 0, 0, dim_values_rule, dtypes=frozenset({DType.i64}))]
-KERNELS = {DIM_VALUES: dim_values}
+OP_DEFS = [OpDef(DIM_VALUES, ("shape", "values"), 0, 0, dim_values_rule, dtypes=frozenset({DType.i64}))]
+KERNELS: dict[str, Kernel] = {DIM_VALUES: dim_values}

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from iree_py.ir.opdef import ANY_DTYPE, OpDef
+from iree_py.ir.opdef import ANY_DTYPE, Kernel, OpDef
 from iree_py.ir.types import DType, TensorType
 
 TOKEN = TensorType(DType.u8, (0,))
@@ -41,8 +41,9 @@ def _token_rule(inputs: list[TensorType], attrs: dict[str, Any]) -> list[TensorT
     return [TOKEN]
 
 
-STATE_OP_DEFS = [
+OP_DEFS = [
     OpDef("StateRead", ("dtype", "shape", "slot", "var"), 0, 0, _read_rule, dtypes=ANY_DTYPE),
     OpDef("StateWrite", ("slot", "var"), 1, 1, _token_rule, dtypes=ANY_DTYPE),
     OpDef("StateInit", ("slot", "var"), 1, 1, _token_rule, dtypes=ANY_DTYPE),
 ]
+KERNELS: dict[str, Kernel] = {}  # state lives across calls: nothing for the numpy reference to compute

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from iree_py.ir.opdef import ANY_DTYPE, OpDef
+from iree_py.ir.opdef import ANY_DTYPE, Kernel, OpDef
 from iree_py.ir.symbols import dim
 from iree_py.ir.types import DType, SequenceType, TensorType, is_sequence
 
@@ -162,7 +162,7 @@ def _split(inputs: list, attrs: dict[str, Any]) -> list:
     return [SequenceType(x.dtype, x.rank - 1 if squeeze else x.rank)]
 
 
-SEQUENCE_OP_DEFS = [
+OP_DEFS = [
     OpDef("SequenceEmpty", ("dtype", "rank"), 0, 0, _empty, dtypes=ANY_DTYPE),
     OpDef("SequenceConstruct", (), 1, None, _construct, dtypes=ANY_DTYPE),
     OpDef("SequenceInsert", (), 2, 3, _insert, dtypes=ANY_DTYPE),
@@ -176,4 +176,5 @@ SEQUENCE_OP_DEFS = [
     OpDef("SequenceAs", ("kind", "rank"), 1, 1, _as, dtypes=ANY_DTYPE),
     OpDef("SplitToSequence", ("axis", "keepdims"), 1, 2, _split, dtypes=ANY_DTYPE),
 ]
-SEQUENCE_OPS = frozenset(d.name for d in SEQUENCE_OP_DEFS)
+SEQUENCE_OPS = frozenset(d.name for d in OP_DEFS)
+KERNELS: dict[str, Kernel] = {}  # run as VM code on packed buffers (vm/sequences.py): no numpy reference

@@ -157,7 +157,7 @@ def narrow_cast_array(x: np.ndarray, to: DType) -> np.ndarray:
     if x.dtype == np.float64:
         x = x.astype(np.float32)  # the kernels convert f64 to f32 first as well
     with np.errstate(all="ignore"):
-        if fmt.saturates:  # saturate=0 is a Where around this Cast (frontends/onnx_dtypes2.py)
+        if fmt.saturates:  # saturate=0 is a Where around this Cast (frontends/onnx/dtypes.py)
             x = np.clip(x, -fmt.max_value, fmt.max_value)  # NaN stays NaN
         result = x.astype(to.numpy)
     if to == DType.f4e2m1:

@@ -2,7 +2,7 @@
 
 - every value is defined (graph input, constant, or an earlier node's result) before it is used,
   and no name is defined twice;
-- every node is a normalized op (iree_py/ir/ops.py) whose result types match its shape rule;
+- every node is a normalized op (iree_py/ir/ops/) whose result types match its shape rule;
 - fused chains are elementwise and linked (each step reads the previous step's result);
 - the graph's outputs are defined and match output_names in number.
 With `final=True` also: every computed tensor is float32 ("unsupported dtype" otherwise).

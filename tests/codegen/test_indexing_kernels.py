@@ -1,5 +1,5 @@
 """gather / gather_elements / gather_nd / scatter_elements / scatter_nd / expand kernels against the
-numpy reference (iree_py/ir/indexing_ops.py): exact, several element sizes, i32 and i64 indices,
+numpy reference (iree_py/ir/ir/ops/indexing.py): exact, several element sizes, i32 and i64 indices,
 negative indices; an index outside its axis makes the kernel return STATUS_INDEX_OUT_OF_RANGE and
 the reference raise IndexOutOfRange."""
 from __future__ import annotations

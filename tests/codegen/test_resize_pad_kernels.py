@@ -1,5 +1,5 @@
 """resize, pad, argmax/argmin, cumsum and topk kernels against the numpy reference
-(iree_py/ir/reference_resize_pad.py): pad exactly for every mode and element size, the others
+(iree_py/ir/ops/: resize.py, pad.py, reduce.py, topk.py): pad exactly for every mode and element size, the others
 within 1e-5 (argmax/topk indices exactly)."""
 from __future__ import annotations
 

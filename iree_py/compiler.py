@@ -14,9 +14,9 @@ from iree_py.fit import check_fit, footprint
 from iree_py.frontends.onnx import import_onnx
 from iree_py.frontends.tflite import import_tflite, is_tflite
 from iree_py.ir.graph import Graph, Value
-from iree_py.ir.ops_control_flow import FAIL, bodies
-from iree_py.ir.ops_dims import DIM_VALUES
-from iree_py.ir.ops_sequence import SEQUENCE_OPS
+from iree_py.ir.ops.control_flow import FAIL, bodies
+from iree_py.ir.ops.dim_values import DIM_VALUES
+from iree_py.ir.ops.sequences import SEQUENCE_OPS
 from iree_py.ir.types import DType, is_sequence
 from iree_py.module import model as mod
 from iree_py.module.state_info import state_buffer

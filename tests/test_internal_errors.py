@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import iree_py
-import iree_py.frontends.onnx as onnx_frontend
+from iree_py.frontends.onnx import registry
 from iree_py.cli.main import main
 from iree_py.errors import INTERNAL_ERROR_EXIT_CODE, CompileError, InternalCompilerError
 
@@ -32,7 +32,7 @@ def broken(*args, **kwargs):
 
 
 def test_a_converter_bug_names_the_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setitem(onnx_frontend.CONVERTERS, "Relu", broken)
+    monkeypatch.setitem(registry.CONVERTERS, "Relu", broken)
     with pytest.raises(InternalCompilerError, match=r"^internal compiler error at node 'my_relu' \(op Relu, opset 13\): "
                                                     r"KeyError: 'a bug'$"):
         iree_py.compile(relu_model(tmp_path / "m.onnx"))
@@ -55,7 +55,7 @@ def test_a_kernel_builder_bug_names_the_kernel_and_its_nodes(tmp_path: Path, mon
 
 def test_the_cli_prints_one_line_and_exits_with_its_own_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                              capsys: pytest.CaptureFixture):
-    monkeypatch.setitem(onnx_frontend.CONVERTERS, "Relu", broken)
+    monkeypatch.setitem(registry.CONVERTERS, "Relu", broken)
     model = relu_model(tmp_path / "m.onnx")
     assert main(["compile", str(model), "-o", str(tmp_path / "m.vmfb")]) == INTERNAL_ERROR_EXIT_CODE
     err = capsys.readouterr().err

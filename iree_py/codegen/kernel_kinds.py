@@ -50,7 +50,7 @@ KERNEL_KINDS: dict[str, str] = {
     "resize": "X (f32; any dtype with <= 1 tap per axis), index table (i32), weight table (f32); attrs sizes, taps "
               "(per axis, 0 = copied), extrapolation_value: gather-and-blend (iree_py/ir/resize_math.py)",
     "resize_rt": "X, scales f32[K], roi f32[2K]: Resize with coordinates and weights computed per output index "
-                 "(iree_py/ir/ops_rt_resize.py)",
+                 "(iree_py/ir/ops/resize.py)",
     # --- indexing (an index out of range fails the dispatch, status 3)
     "gather": "data, indices (i32/i64); attrs axis: out[a, i, c] = data[a, idx[i], c]; negative indices wrap",
     "gather_elements": "data, indices (same rank); attrs axis: out[p] = data[p with p[axis] = idx[p]]",
@@ -58,7 +58,7 @@ KERNEL_KINDS: dict[str, str] = {
     "scatter_elements": "data, indices, updates; attrs axis, reduction (none add mul max min): out = data, then "
                         "the updates in order",
     "scatter_nd": "data, indices [..., k], updates; attrs reduction (ONNX ScatterND)",
-    # --- data-dependent sizes (iree_py/ir/ops_datadep.py, ops_nms.py)
+    # --- data-dependent sizes (iree_py/ir/ops/data_dependent.py, detection.py)
     "nonzero_count": "the count of NonZero's result, as i64[1] (read into a symbol)",
     "nonzero": "NonZero's result at its counted size (checks the count first)",
     "unique_count": "the count of Unique's result, as i64[1] (read into a symbol)",

@@ -26,7 +26,7 @@ from iree_py.conformance.compare import compare_outputs
 from iree_py.conformance.status import (COMPILE_ERROR, PASSED, RUNTIME_ERROR, UNSUPPORTED, WRONG_RESULT,
                                         CaseResult, classify_compile_error)
 from iree_py.errors import CompileError, IreePyError
-from iree_py.frontends.onnx_symbolic import unknown_dim_key
+from iree_py.frontends.onnx.symbolic import unknown_dim_key
 from iree_py.resources import PACKAGE_DIR
 from iree_py.runtime.strings import is_string_array
 

@@ -6,7 +6,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from iree_py.ir.graph import Graph, Node, Value
-from iree_py.ir.indexing_ops import IndexOutOfRange
+from iree_py.ir.ops.indexing import IndexOutOfRange
 from iree_py.ir.ops import infer_types
 from iree_py.ir.reference import KERNELS
 from iree_py.ir.symbols import Expr

@@ -132,7 +132,7 @@ def narrow_cast_array(x: np.ndarray, to: DType) -> np.ndarray:
     """Cast where the source or the target is a narrow type, as the kernels do (module docstring).
     Narrow sources widen exactly (floats to f32, integers to i8); a wide target then casts the
     usual way through `wide_cast`."""
-    from iree_py.ir.reference_logic import cast_array as wide_cast
+    from iree_py.ir.ops.cast import cast_array as wide_cast
     src = _dtype_of(x)
     if src in NARROW_FLOAT_DTYPES:
         x = x.astype(np.float32)
@@ -157,7 +157,7 @@ def narrow_cast_array(x: np.ndarray, to: DType) -> np.ndarray:
     if x.dtype == np.float64:
         x = x.astype(np.float32)  # the kernels convert f64 to f32 first as well
     with np.errstate(all="ignore"):
-        if fmt.saturates:  # saturate=0 is a Where around this Cast (frontends/onnx_dtypes2.py)
+        if fmt.saturates:  # saturate=0 is a Where around this Cast (frontends/onnx/dtypes.py)
             x = np.clip(x, -fmt.max_value, fmt.max_value)  # NaN stays NaN
         result = x.astype(to.numpy)
     if to == DType.f4e2m1:

@@ -1,21 +1,33 @@
-"""The OpDef record every op table entry is, and the shape helpers that area files share
-(window arithmetic, the pooling rule). Imports nothing from the op tables, so ops.py and the
-per-area files (ops_logic.py, ops_quant.py, ...) can all import from here."""
+"""The OpDef record every op catalog entry is (iree_py/ir/ops/), the dtype sets its `dtypes` field
+takes, the type of a numpy reference kernel, and the shape helpers several op families share
+(window arithmetic, the pooling rule). Imports nothing from the catalog, so every family file in
+iree_py/ir/ops/ can import from here."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
+
 from iree_py.ir.dim_checks import at_least
+from iree_py.ir.narrow_types import NARROW_DTYPES
 from iree_py.ir.symbols import call, dim
 from iree_py.ir.types import Dim, DType, TensorType
 
 ShapeRule = Callable[[list[TensorType], dict[str, Any]], list[TensorType]]
+Kernel = Callable[[list[np.ndarray], dict[str, Any]], np.ndarray]  # a numpy reference: input arrays, attrs
 
 # data movement: kernels copy elements of any fixed size (not strings: their elements vary in size)
 ANY_DTYPE = frozenset(DType) - {DType.string}
-
+FLOAT_DTYPES = frozenset(d for d in DType if d.numpy.kind == "f") - NARROW_DTYPES  # bf16, f8: storage only
+# Ops whose kernels approximate in single precision (exp, log, trig, ...) take no f64: an f64
+# result computed in f32 would overflow early and lose digits.
+SINGLE_HALF_DTYPES = frozenset({DType.f32, DType.f16})
+INT_DTYPES = frozenset(d for d in DType if d.numpy.kind in "iu")
+UNSIGNED_DTYPES = frozenset(d for d in DType if d.numpy.kind == "u")
+NUMERIC_DTYPES = FLOAT_DTYPES | INT_DTYPES
+BOOL_DTYPES = frozenset({DType.bool})
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 TFLite's fixed-point helpers (gemmlowp's fixedpoint and tensorflow/lite/kernels/internal/common.h),
 written over numpy int64 arrays that hold int32 values, and `quantize_multiplier`, which turns a real
 scale into the (Q31 multiplier, power-of-two shift) pair TFLite computes from a double. The
-frontends import `quantize_multiplier`; the reference kernels (reference_quant.py) and the tests of
+frontends import `quantize_multiplier`; the reference kernels (ir/ops/quantized.py) and the tests of
 the LLVM kernels use the rest.
 
     real_scale == multiplier * 2 ** (shift - 31)

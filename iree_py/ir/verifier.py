@@ -2,7 +2,7 @@
 
 - every value is defined (graph input, constant, or an earlier node's result) before it is used,
   and no name is defined twice;
-- every node is a normalized op (iree_py/ir/ops.py) whose result types match its shape rule;
+- every node is a normalized op (iree_py/ir/ops/) whose result types match its shape rule;
 - fused chains are elementwise and linked (each step reads the previous step's result);
 - the graph's outputs are defined and match output_names in number.
 With `final=True` also: every computed tensor is float32 ("unsupported dtype" otherwise).
@@ -13,7 +13,7 @@ from iree_py.errors import CompileError
 from iree_py.ir.fused import chain_values
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.ops import ELEMENTWISE_OPS, OPS, infer_types
-from iree_py.ir.ops_control_flow import bodies
+from iree_py.ir.ops.control_flow import bodies
 from iree_py.ir.types import DType
 
 

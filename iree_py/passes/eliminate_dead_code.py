@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from iree_py.ir.graph import Graph
-from iree_py.ir.ops_state import SIDE_EFFECT_OPS
+from iree_py.ir.ops.state import SIDE_EFFECT_OPS
 
 
 @dataclass

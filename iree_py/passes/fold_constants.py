@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from iree_py.ir.build import has_symbolic_attrs
-from iree_py.ir.ops_control_flow import FAIL
-from iree_py.ir.ops_state import STATE_OPS  # state ops act at run time, never folded
+from iree_py.ir.ops.control_flow import FAIL
+from iree_py.ir.ops.state import STATE_OPS  # state ops act at run time, never folded
 from iree_py.ir.graph import Graph, Node, Value
-from iree_py.ir.indexing_ops import IndexOutOfRange
+from iree_py.ir.ops.indexing import IndexOutOfRange
 from iree_py.ir.reference import run_node
 from iree_py.ir.rewrite import replace_all_uses
 

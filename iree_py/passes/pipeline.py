@@ -5,7 +5,7 @@ from typing import Callable, Literal, Protocol
 
 from iree_py.errors import reported_as_internal
 from iree_py.ir.graph import Graph
-from iree_py.ir.ops_control_flow import BODY_ATTRS
+from iree_py.ir.ops.control_flow import BODY_ATTRS
 from iree_py.ir.text import print_graph
 from iree_py.ir.verifier import verify
 from iree_py.passes.eliminate_dead_code import EliminateDeadCode

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from iree_py.errors import CompileError
 from iree_py.ir.graph import Graph, Node, Value
-from iree_py.ir.ops_control_flow import branch_symbols
+from iree_py.ir.ops.control_flow import branch_symbols
 from iree_py.ir.symbols import Expr
 from iree_py.ir.types import TensorType, is_sequence
 from iree_py.vm.lowering import Lowerer

@@ -24,10 +24,10 @@ from iree_py.codegen.kernel_spec import KernelInfo
 from iree_py.errors import CompileError
 from iree_py.ir.graph import Graph, Node, Value
 from iree_py.ir.ops import infer_types
-from iree_py.ir.ops_control_flow import BODY_ATTRS, FAIL
-from iree_py.ir.ops_dims import DIM_VALUES
+from iree_py.ir.ops.control_flow import BODY_ATTRS, FAIL
+from iree_py.ir.ops.dim_values import DIM_VALUES
 from iree_py.ir.symbols import Emitter, Expr
-from iree_py.ir.ops_sequence import SEQUENCE_OPS
+from iree_py.ir.ops.sequences import SEQUENCE_OPS
 from iree_py.ir.types import DType, TensorType, is_sequence
 from iree_py.vm.encoder import BytecodeBuilder
 from iree_py.vm.memory_plan import Bounds, MemoryPlanResult, Storage
@@ -275,7 +275,7 @@ class Lowerer:
 
 def _has_symbolic_values(graph: Graph) -> bool:
     """Whether a value of `graph` or of a control-flow body in it has symbolic dims."""
-    from iree_py.ir.ops_control_flow import bodies
+    from iree_py.ir.ops.control_flow import bodies
     return any(isinstance(v.type, TensorType) and not v.type.is_static for v in graph.values()) or any(
         _has_symbolic_values(body) for node in graph.nodes for body in bodies(node))
 

@@ -23,9 +23,9 @@ import math
 from dataclasses import dataclass, field
 
 from iree_py.ir.graph import Graph, Node, Value
-from iree_py.ir.ops_control_flow import bodies
-from iree_py.ir.ops_sequence import SEQUENCE_OPS
-from iree_py.ir.ops_state import STATE_OPS
+from iree_py.ir.ops.control_flow import bodies
+from iree_py.ir.ops.sequences import SEQUENCE_OPS
+from iree_py.ir.ops.state import STATE_OPS
 from iree_py.ir.types import is_sequence
 from iree_py.ir.symbols import Expr, bounds as expr_bounds
 

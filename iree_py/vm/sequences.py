@@ -24,7 +24,7 @@ RECORD_OFFSET, RECORD_BYTES, RECORD_RANK, RECORD_DIMS = 0, 8, 16, 24  # byte off
 
 def uses_sequences(graph: Graph) -> bool:
     """Whether any value of `graph` or of a body nested in it is a sequence (they live in the pool)."""
-    from iree_py.ir.ops_control_flow import bodies
+    from iree_py.ir.ops.control_flow import bodies
     return any(is_sequence(v.type) for v in graph.values()) or any(
         uses_sequences(b) for n in graph.nodes for b in bodies(n))
 

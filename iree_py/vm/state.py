@@ -2,7 +2,7 @@
 
 The C runtime allocates the arena zeroed at load and keeps it for the module's life, so bytes that
 the memory plan never hands to another value keep their contents from one call to the next.
-`reserve_state` puts each state slot (iree_py/ir/ops_state.py) past the planned arena, plus an 8-byte
+`reserve_state` puts each state slot (iree_py/ir/ops/state.py) past the planned arena, plus an 8-byte
 "initialized" flag when the graph has StateInit nodes. The host program then is:
 
     flag = load_i64(arena[flag]); cond_br flag, skip, init
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from iree_py.errors import CompileError
 from iree_py.ir.graph import Graph, Node, Value
-from iree_py.ir.ops_state import STATE_OPS
+from iree_py.ir.ops.state import STATE_OPS
 from iree_py.ir.types import TensorType
 from iree_py.vm.memory_plan import ALIGNMENT, MemoryPlanResult
 

@@ -1,5 +1,5 @@
 """The conv_transpose and lppool kernels (host, jit.py) against the numpy reference
-(iree_py/ir/reference_convt.py): 1-D/2-D/3-D, strides, dilations, groups, begin and end pads
+(iree_py/ir/ops/conv.py): 1-D/2-D/3-D, strides, dilations, groups, begin and end pads
 (negative end pads: bias-only positions); tolerance 1e-5 relative to the largest output.
 conv_transpose also on symbolic N, C and spatial dims: one kernel built per spec, run at several
 sizes (batch 0 among them)."""

@@ -73,7 +73,7 @@ SLICES = [  # (shape, starts, ends, steps)
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int64, np.int8])
 def test_slice_matches_numpy(dtype) -> None:
-    from iree_py.ir.reference import slice_
+    from iree_py.ir.ops.layout import slice_
     specs, inputs, wants = [], [], []
     for k, (shape, starts, ends, steps) in enumerate(SLICES):
         x = (np.arange(np.prod(shape)) % 113 - 50).astype(dtype).reshape(shape)

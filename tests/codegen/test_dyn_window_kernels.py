@@ -1,5 +1,5 @@
 """Dynamic-dim conv2d, pooling and recurrent kernels (iree_py/codegen/llvm/dynamic/) against the
-numpy references of the IR ops (iree_py/ir/reference.py, reference_recurrent.py), each kernel built
+numpy references of the IR ops (iree_py/ir/ops/: conv.py, pool.py, recurrent.py), each kernel built
 once and run at several symbol values (batch 0 included), within 1e-4 of the largest expected
 magnitude."""
 from __future__ import annotations
@@ -12,9 +12,9 @@ from iree_py.codegen.llvm import build_executable
 from iree_py.codegen.llvm.jit import LoadedLibrary
 from iree_py.targets import load_target
 from iree_py.codegen.llvm.recurrent import OPS
-from iree_py.ir import reference
-from iree_py.ir.ops_recurrent import FUNCTIONS_PER_DIRECTION, GATES
-from iree_py.ir.reference_recurrent import KERNELS as RECURRENT_KERNELS
+from iree_py.ir.ops import KERNELS
+from iree_py.ir.ops.recurrent import FUNCTIONS_PER_DIRECTION, GATES
+from iree_py.ir.ops.recurrent import KERNELS as RECURRENT_KERNELS
 from iree_py.ir.symbols import Expr, call, evaluate
 from iree_py.ir.types import DType, TensorType
 from tests.codegen.conftest import assert_close
@@ -77,7 +77,7 @@ def _conv_inputs(spec: KernelSpec, symbols: dict[str, int]) -> list[np.ndarray]:
 def _conv_reference(spec: KernelSpec, arrays: list[np.ndarray]) -> np.ndarray:
     attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in spec.attrs.items()}
     has_bias = len(arrays) >= 3 and all(op.operand != 2 for op in spec.epilogue)
-    y = reference.conv(arrays[:3] if has_bias else arrays[:2], attrs).astype(np.float64)
+    y = KERNELS["Conv"](arrays[:3] if has_bias else arrays[:2], attrs).astype(np.float64)
     for op in spec.epilogue:
         if op.op == "Relu":
             y = np.maximum(y, 0.0)
@@ -130,14 +130,14 @@ def _pool_reference(spec: KernelSpec, arrays: list[np.ndarray]) -> np.ndarray:
     attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in spec.attrs.items()}
     x = arrays[0]
     if spec.kind == "maxpool":
-        return reference.max_pool([x], attrs)
+        return KERNELS["MaxPool"]([x], attrs)
     if spec.kind == "maxpool_index":
-        return reference.max_pool_indices([x], attrs)
+        return KERNELS["MaxPoolIndices"]([x], attrs)
     if spec.kind == "avgpool":
-        return reference.average_pool([x], attrs)
+        return KERNELS["AveragePool"]([x], attrs)
     if spec.kind == "globalavgpool":
         return x.astype(np.float64).mean(axis=tuple(range(2, x.ndim)), keepdims=True).astype(np.float32)
-    return reference.KERNELS["LpPool"]([x], attrs)
+    return KERNELS["LpPool"]([x], attrs)
 
 
 POOL_SIZES = [{"n": 1, "h": 7, "w": 9}, {"n": 2, "h": 4, "w": 5}, {"n": 0, "h": 6, "w": 6},

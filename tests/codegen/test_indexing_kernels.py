@@ -1,5 +1,5 @@
 """gather / gather_elements / gather_nd / scatter_elements / scatter_nd / expand kernels against the
-numpy reference (iree_py/ir/indexing_ops.py): exact, several element sizes, i32 and i64 indices,
+numpy reference (iree_py/ir/ir/ops/indexing.py): exact, several element sizes, i32 and i64 indices,
 negative indices; an index outside its axis makes the kernel return STATUS_INDEX_OUT_OF_RANGE and
 the reference raise IndexOutOfRange."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from iree_py.codegen.kernel_abi import STATUS_INDEX_OUT_OF_RANGE
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm.jit import run_kernels
-from iree_py.ir import indexing_ops
+from iree_py.ir.ops import indexing as indexing_ops
 from iree_py.ir.types import DType, TensorType
 
 rng = np.random.default_rng(7)

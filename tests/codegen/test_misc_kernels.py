@@ -7,12 +7,12 @@ import pytest
 
 from iree_py.codegen.kernel_spec import Expr, ExprStep, KernelSpec
 from iree_py.codegen.llvm.jit import run_kernels
-from iree_py.ir import reference_misc, reference_resize_pad
+from iree_py.ir.ops import KERNELS
 from iree_py.ir.types import DType, TensorType
 from tests.codegen.conftest import assert_close
 
 RNG = np.random.default_rng(5)
-REFERENCES = {"cumsum": reference_resize_pad.cumsum, "cumprod": reference_misc.cumprod}
+REFERENCES = {"cumsum": KERNELS["CumSum"], "cumprod": KERNELS["CumProd"]}
 
 
 def _t(a: np.ndarray) -> TensorType:

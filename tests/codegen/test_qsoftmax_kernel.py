@@ -1,6 +1,6 @@
 """The "qsoftmax" kernel (TFLite's fixed-point int8/uint8 SOFTMAX) and the "qlookup" kernel (its
-int8 LOGISTIC/TANH tables) against their bit-exact numpy references (reference_qsoftmax.py,
-ops_qlookup.py): on the host through jit.py, on arm64 and cortex-m4 under qemu-user as a whole
+int8 LOGISTIC/TANH tables) against their bit-exact numpy references (ir/ops/qsoftmax.py,
+ir/ops/quantized.py): on the host through jit.py, on arm64 and cortex-m4 under qemu-user as a whole
 module from a TFLite model, and linked into flat images for cortex-m4 and riscv32 without libgcc
 (integer arithmetic only, no compiler builtins)."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ from iree_py.codegen.llvm.jit import run_kernels
 from iree_py.codegen.llvm import build_kernel_objects
 from iree_py.targets import load_target
 from iree_py.ir.ops import infer_types
-from iree_py.ir.ops_qsoftmax import qsoftmax_params
+from iree_py.ir.ops.qsoftmax import qsoftmax_params
 from iree_py.ir.reference import KERNELS
 from iree_py.ir.types import DType, TensorType
 

@@ -1,5 +1,5 @@
 """The quantized kernels (quantize, dequantize, qconv, qmatmul, qadd, qavgpool, integer maxpool)
-against the bit-exact numpy reference (iree_py/ir/reference_quant.py): every output byte must be
+against the bit-exact numpy reference (iree_py/ir/ops/quantized.py): every output byte must be
 equal. On the host through jit.py; on arm64, riscv64 (+ RVV) and cortex-m4 (flat image) under
 qemu-user as a whole module compiled from an IR graph built by hand (`quant_graph`)."""
 from __future__ import annotations

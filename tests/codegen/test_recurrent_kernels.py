@@ -1,4 +1,4 @@
-"""lstm, gru and rnn kernels against the numpy reference (iree_py/ir/reference_recurrent.py) within
+"""lstm, gru and rnn kernels against the numpy reference (iree_py/ir/ops/recurrent.py) within
 1e-5 of the largest expected magnitude: every direction and result, clip, input_forget,
 linear_before_reset, non-default activations, sizes on and off the vector width, and
 sequence_lens values outside [0, seq] (longer, zero, negative)."""
@@ -9,8 +9,8 @@ import pytest
 
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm.jit import run_kernels
-from iree_py.ir.ops_recurrent import FUNCTIONS_PER_DIRECTION, GATES
-from iree_py.ir.reference_recurrent import KERNELS
+from iree_py.ir.ops.recurrent import FUNCTIONS_PER_DIRECTION, GATES
+from iree_py.ir.ops.recurrent import KERNELS
 from iree_py.ir.types import DType, TensorType
 from tests.codegen.conftest import assert_close
 
@@ -103,7 +103,7 @@ def _qlstm(direction: str, seq: int, batch: int, hidden: int, lens: list[int], r
 
 
 def test_qlstm_matches_its_reference_bit_for_bit() -> None:
-    """qlstm against ir/reference_recurrent.py's float32 twin of onnxruntime's arithmetic: the same
+    """qlstm against ir/ops/recurrent.py's float32 twin of onnxruntime's arithmetic: the same
     values exactly, for every direction and result, i8 and u8 R (zero points), both ways of counting
     a finished entry, lengths outside [0, seq], and 4H on and off the vector width."""
     specs, inputs, wants = [], [], []

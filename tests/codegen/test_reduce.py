@@ -7,7 +7,8 @@ import pytest
 
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm.jit import run_kernels
-from iree_py.ir.reference import hardmax, log_softmax, reduce
+from iree_py.ir.ops.normalization import hardmax, log_softmax
+from iree_py.ir.ops.reduce import reduce
 from tests.codegen.conftest import assert_close, f32
 
 KINDS = ["sum", "mean", "max", "min", "prod", "l1", "l2", "logsum", "logsumexp", "sumsquare"]

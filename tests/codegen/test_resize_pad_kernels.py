@@ -1,5 +1,5 @@
 """resize, pad, argmax/argmin, cumsum and topk kernels against the numpy reference
-(iree_py/ir/reference_resize_pad.py): pad exactly for every mode and element size, the others
+(iree_py/ir/ops/: resize.py, pad.py, reduce.py, topk.py): pad exactly for every mode and element size, the others
 within 1e-5 (argmax/topk indices exactly)."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm import build_executable
 from iree_py.codegen.llvm.jit import run_kernels
 from iree_py.targets import load_target
-from iree_py.ir import reference_resize_pad as ref
+from iree_py.ir.ops import KERNELS
 from iree_py.ir.resize_math import AxisResize, ResizeMethod, resize_tables
 from iree_py.ir.types import DType, TensorType
 from tests.codegen.conftest import assert_close
@@ -39,7 +39,7 @@ def test_pad_every_mode_and_size(mode: str, dtype) -> None:
             continue  # pads wider than the axis: ONNX reflect does not allow them
         x = (RNG.integers(-60, 60, size=shape)).astype(dtype)
         attrs = {"mode": mode, "pads": pads, "value": 3}
-        want = ref.pad([x], attrs)
+        want = KERNELS["Pad"]([x], attrs)
         specs.append(KernelSpec(f"p{k}", "pad", (_t(x),), (_t(want),), attrs))
         inputs.append([x])
         wants.append(want)
@@ -71,7 +71,7 @@ def test_resize_matches_the_reference() -> None:
         taps, index, weight = resize_tables(axes, method)
         x = RNG.standard_normal(shape).astype(np.float32)
         attrs = {"sizes": list(out_shape), "taps": taps, "extrapolation_value": -4.0}
-        want = ref.resize([x, index, weight], attrs)
+        want = KERNELS["Resize"]([x, index, weight], attrs)
         specs.append(KernelSpec(f"r{k}", "resize", (_t(x), _t(index), _t(weight)), (_t(want),), attrs))
         inputs.append([x, index, weight])
         wants.append(want)
@@ -84,17 +84,17 @@ def test_argmax_argmin_cumsum_topk() -> None:
     cases = []
     for axis in range(3):
         for last in (0, 1):
-            for kind, fn in (("argmax", ref.KERNELS["ArgMax"]), ("argmin", ref.KERNELS["ArgMin"])):
+            for kind, fn in (("argmax", KERNELS["ArgMax"]), ("argmin", KERNELS["ArgMin"])):
                 attrs = {"axis": axis, "keepdims": 0, "select_last_index": last}
                 cases.append((kind, attrs, fn([x], attrs)))
         for exclusive in (0, 1):
             for reverse in (0, 1):
                 attrs = {"axis": axis, "exclusive": exclusive, "reverse": reverse}
-                cases.append(("cumsum", attrs, ref.cumsum([x], attrs)))
+                cases.append(("cumsum", attrs, KERNELS["CumSum"]([x], attrs)))
         for largest in (0, 1):
             for result in ("values", "indices"):
                 attrs = {"axis": axis, "k": 2, "largest": largest, "result": result}
-                cases.append(("topk", attrs, ref.topk([x], attrs)))
+                cases.append(("topk", attrs, KERNELS["TopK"]([x], attrs)))
     specs = [KernelSpec(f"k{i}", kind, (_t(x),), (_t(want),), attrs) for i, (kind, attrs, want) in enumerate(cases)]
     for spec, (got,), (_, _, want) in zip(specs, run_kernels(specs, [[x]] * len(specs)), cases):
         if want.dtype == np.int64:
@@ -124,7 +124,7 @@ def test_nearest_resize_moves_any_element_type(dtype) -> None:
     taps, index, weight = resize_tables(axes, ResizeMethod("nearest", "tf_crop_and_resize"))
     x = RNG.integers(-100, 100, size=shape).astype(dtype)
     attrs = {"sizes": list(out_shape), "taps": taps, "extrapolation_value": 9.0}
-    want = ref.resize([x, index, weight], attrs)
+    want = KERNELS["Resize"]([x, index, weight], attrs)
     assert (want == 9).any()
     spec = KernelSpec("r", "resize", (_t(x), _t(index), _t(weight)), (_t(want),), attrs)
     (got,), = run_kernels([spec], [[x, index, weight]])

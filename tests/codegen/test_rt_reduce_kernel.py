@@ -8,7 +8,7 @@ import pytest
 
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm.jit import run_kernel, run_kernels
-from iree_py.ir.ops_rt_reduce import RT_REDUCE_KINDS, rt_reduce_reference
+from iree_py.ir.ops.reduce import RT_REDUCE_KINDS, rt_reduce_reference
 from iree_py.ir.symbols import Expr
 from iree_py.ir.types import DType, TensorType
 

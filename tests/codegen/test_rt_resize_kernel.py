@@ -10,7 +10,7 @@ import pytest
 
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm.jit import run_kernels
-from iree_py.ir.ops_rt_resize import rt_resize_reference
+from iree_py.ir.ops.resize import rt_resize_reference
 from iree_py.ir.symbols import Expr
 from iree_py.ir.types import DType, TensorType
 

@@ -1,4 +1,4 @@
-"""ONNX models with symbolic dims import as one symbolic graph (iree_py/frontends/onnx_symbolic.py):
+"""ONNX models with symbolic dims import as one symbolic graph (iree_py/frontends/onnx/symbolic.py):
 the output types keep the symbols, the pass pipeline runs, and the numpy reference of the graph
 matches onnxruntime at three sizes (rtol/atol 1e-4: float32 with different summation orders)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Shape arithmetic on symbolic dims at import (iree_py/frontends/onnx_symbolic.py): the types the
+"""Shape arithmetic on symbolic dims at import (iree_py/frontends/onnx/symbolic.py): the types the
 frontend gives, the symbols it reads at run time, and the numpy reference of the imported graph
 against onnxruntime (exact for integer results, 1e-6 for float)."""
 from __future__ import annotations
@@ -240,7 +240,7 @@ def test_nonzero_of_a_constant_folds_and_of_a_run_time_tensor_reads_its_count() 
                     {"c": np.array([[1, 0, 2], [0, 3, 0]], np.float32)})
     _check(folded, [_f32(2, 3)])
     runtime = _model([helper.make_node("NonZero", ["x"], ["y"])], {"x": (F32, [2, 3])}, ["y"])
-    graph = import_onnx(runtime)  # a count kernel first, its result read as the symbol (onnx_datadep.py)
+    graph = import_onnx(runtime)  # a count kernel first, its result read as the symbol (frontends/onnx/indexing.py)
     (symbol, (source, index)), = graph.symbol_sources.items()
     assert (source.name, index) == ("NonZero_0_count", 0)
     assert str(graph.outputs[0].type) == f"tensor<2x{{{symbol}}}xi64>"

@@ -1,5 +1,5 @@
 """Shapes are data too: a shape computed from symbolic dims (Shape, Gather, arithmetic) flows into
-any op as an ordinary tensor (a DimValues node computes it at run time, ir/ops_dims.py) or stays
+any op as an ordinary tensor (a DimValues node computes it at run time, ir/ops/dim_values.py) or stays
 folded where that keeps more known (a Cast to float feeding a Range, a ReduceProd feeding a
 Reshape). Each model compiles once, with its dims symbolic, and runs at two sizes against
 onnxruntime on this host and on arm64 under qemu."""
@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import iree_py
-from iree_py.ir.ops_dims import DIM_VALUES
+from iree_py.ir.ops.dim_values import DIM_VALUES
 from iree_py.frontends.onnx import import_onnx
 from tests.e2e.harness import DEVICE, assert_close, run_onnxruntime
 

@@ -246,7 +246,7 @@ CASES = {
          helper.make_node("Cast", ["x"], ["c4"], name="to_i4", to=TensorProto.INT4),
          helper.make_node("Cast", ["c4"], ["z"], name="i4_back", to=TensorProto.FLOAT)],
         {"x": (2, 3, 17)}, ["y", "z"], {"k": np.float32(200.0)}, opset=21),
-    # Quantized (iree_py/frontends/onnx_quant.py): float in -> QuantizeLinear -> QLinearConv / QLinearMatMul
+    # Quantized (iree_py/frontends/onnx/quantized_ops.py): float in -> QuantizeLinear -> QLinearConv / QLinearMatMul
     # (per-channel int8 weights) -> DequantizeLinear -> float out.
     "qlinearconv_u8_chain": model(
         [node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
@@ -274,24 +274,24 @@ CASES = {
         [node("MatMulInteger", ["a", "B", "az", "bz"])], {"a": (3, 2048)}, ["y"],
         {"B": np.where(np.random.default_rng(15).random((2048, 5)) < 0.9, -128, 127).astype(np.int8), "az": np.int8(-3),
          "bz": np.array([127, 127, 0, -128, 127], np.int8)}, 10), a=TensorProto.INT8, y=TensorProto.INT32),
-    # Decompositions (iree_py/frontends/onnx_nn.py): LayerNormalization over the last axis; attention.
+    # Decompositions (iree_py/frontends/onnx/normalization.py): LayerNormalization over the last axis; attention.
     "layernorm_last_axis": model([node("LayerNormalization", ["x", "s", "b"], epsilon=1e-3)], {"x": (2, 5, 16)}, ["y"],
                                  {"s": w(16), "b": w(16)}, 17),
     "attention_gqa_causal": model([node("Attention", ["q", "k", "v"], is_causal=1)],
                                   {"q": (1, 4, 5, 8), "k": (1, 2, 5, 8), "v": (1, 2, 5, 8)}, ["y"], opset=23),
-    # Indexing (iree_py/frontends/onnx_indexing.py): run-time indices, a scatter with a reduction, Tile.
+    # Indexing (iree_py/frontends/onnx/indexing.py): run-time indices, a scatter with a reduction, Tile.
     "gather_runtime_indices": int64_input(model([node("Gather", ["x", "i"], axis=1)], {"x": (3, 5, 4), "i": (2, 3)},
                                                 ["y"]), "i"),
     "scatternd_add_opset16": model([node("ScatterND", ["x", "i", "u"], reduction="add")], {"x": (4, 3, 5), "u": (3, 5)},
                                    ["y"], {"i": np.array([[1, 2], [-1, 0], [1, 2]], np.int64)}, 16),
     "tile_repeats": model([node("Tile", ["x", "r"])], {"x": (2, 3, 1)}, ["y"], {"r": np.array([2, 1, 3], np.int64)}),
-    # Resize / Pad / ArgMax (iree_py/frontends/onnx_resize_pad.py).
+    # Resize / Pad / ArgMax (iree_py/frontends/onnx/resize.py, pad.py).
     "resize_linear_half_pixel": model([node("Resize", ["x", "", "s"], mode="linear")], {"x": (1, 2, 5, 6)}, ["y"],
                                       {"s": np.array([1, 1, 1.6, 0.5], np.float32)}),
     "pad_reflect_crop": model([node("Pad", ["x", "p"], mode="reflect")], {"x": (2, 3, 7)}, ["y"],
                               {"p": np.array([0, 1, 3, 1, -1, 2], np.int64)}),
     "argmax_axis1": int64_output(model([node("ArgMax", ["x"], axis=1, keepdims=0)], {"x": (3, 6, 5)}, ["y"])),
-    # Recurrent layers (iree_py/frontends/onnx_recurrent.py): one kernel per output, all time steps inside.
+    # Recurrent layers (iree_py/frontends/onnx/recurrent.py): one kernel per output, all time steps inside.
     "lstm_bidirectional_seq_lens": model(
         [node("LSTM", ["x", "W", "R", "B", "L"], ["y", "y_h", "y_c"], hidden_size=6, direction="bidirectional")],
         {"x": (4, 2, 5)}, ["y", "y_h", "y_c"],
@@ -299,13 +299,13 @@ CASES = {
     "gru_reverse_linear_before_reset": model(
         [node("GRU", ["x", "W", "R", "B"], ["y", "y_h"], hidden_size=5, direction="reverse", linear_before_reset=1)],
         {"x": (3, 2, 4)}, ["y", "y_h"], {"W": w(1, 15, 4), "R": w(1, 15, 5), "B": w(1, 30)}),
-    # ConvTranspose and LpPool (iree_py/frontends/onnx_convt.py).
+    # ConvTranspose and LpPool (iree_py/frontends/onnx/conv.py, pool.py).
     "conv_transpose_stride2_group": model(
         [node("ConvTranspose", ["x", "W", "B"], strides=[2, 2], pads=[1, 1, 0, 0], output_padding=[1, 1], group=2)],
         {"x": (1, 4, 5, 6)}, ["y"], {"W": w(4, 3, 3, 3), "B": w(6)}),
     "lppool_p3_ceil": model([node("LpPool", ["x"], kernel_shape=[3, 3], strides=[2, 2], p=3, ceil_mode=1)],
                             {"x": (1, 2, 9, 8)}, ["y"], opset=18),
-    # ops_misc (iree_py/frontends/onnx_grid_sample.py, onnx_loss.py, onnx_signal.py): compositions.
+    # Compositions (iree_py/frontends/onnx/image_ops.py, loss.py, signal.py).
     "grid_sample_bicubic_border": model([node("GridSample", ["x", "g"], mode="cubic", padding_mode="border")],
                                         {"x": (1, 2, 5, 4), "g": (1, 3, 4, 2)}, ["y"], opset=22),
     "softmax_cross_entropy_weighted_ignore": model(

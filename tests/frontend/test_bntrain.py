@@ -1,4 +1,4 @@
-"""BatchNormalization with training_mode=1 (onnx_bntrain.py): Y normalized with the batch statistics,
+"""BatchNormalization with training_mode=1 (frontends/onnx/normalization.py): Y normalized with the batch statistics,
 running_mean / running_var blended with momentum (biased variance), compiled with iree_py.compile and
 run in the C runtime on host, compared with onnx's ReferenceEvaluator within 1e-4 (absolute, the
 data are O(1)); training_mode=0 still takes the inference path; unsupported operands are refused at

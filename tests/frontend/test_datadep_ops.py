@@ -1,4 +1,4 @@
-"""Ops whose output size depends on run-time data (onnx_datadep.py, ops_datadep.py, the kernels of
+"""Ops whose output size depends on run-time data (frontends/onnx/indexing.py and sorting.py, ir/ops/data_dependent.py, the kernels of
 codegen/llvm/dynamic/datadep.py and dynamic/topk.py): NonZero, Compress with a run-time condition,
 Unique (sorted and not, all four outputs) and TopK with a run-time k. Each model is compiled once
 and run in the C runtime on host at inputs whose result sizes differ (0 included); results must

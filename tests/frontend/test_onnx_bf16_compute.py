@@ -1,4 +1,4 @@
-"""bf16 operands of float ops (iree_py/frontends/onnx_bf16.py): compiled for the host and run, against
+"""bf16 operands of float ops (iree_py/frontends/onnx/dtypes.py): compiled for the host and run, against
 float32 arithmetic on the widened inputs rounded to bf16 once, as onnx's reference computes bf16
 Einsum (onnxruntime's CPU provider has no bf16 Celu/Einsum). Einsum on small integers is exact in
 f32, so it compares bit for bit; Celu goes through our f32 expm1, so within one bf16 ulp (2**-7

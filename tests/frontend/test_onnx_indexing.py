@@ -1,4 +1,4 @@
-"""ONNX indexing ops (iree_py/frontends/onnx_indexing.py) at several opsets: import, evaluate with
+"""ONNX indexing ops (iree_py/frontends/onnx/indexing.py) at several opsets: import, evaluate with
 the numpy reference, compare exactly with onnxruntime. Index tensors are graph inputs (computed at
 run time) unless a case says otherwise; negative indices, i32 and i64 indices, non-f32 data."""
 from __future__ import annotations

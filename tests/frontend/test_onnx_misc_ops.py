@@ -1,4 +1,4 @@
-"""Loss ops and other miscellaneous ONNX ops (onnx_loss.py, ...): imported as normalized ops,
+"""Loss ops and other miscellaneous ONNX ops (frontends/onnx/loss.py, ...): imported as normalized ops,
 evaluated with the numpy reference, compared with onnxruntime (1e-5 of the largest magnitude of the
 expected output; see onnx_models.py)."""
 from __future__ import annotations

@@ -343,7 +343,7 @@ def test_range_of_a_tensor_bound_names_the_input() -> None:
 
 def test_range_of_computed_float_start_is_read_at_run_time() -> None:
     """A float Range whose start arrives at run time: its length is a symbol read at run time
-    (frontends/onnx_signal_rt.py), one module for every start."""
+    (frontends/onnx/tensor_ops.py), one module for every start."""
     nodes = [helper.make_node("Range", ["x", "l", "d"], ["y"])]
     m = model(nodes, {"x": ()}, ["y"], 13, {"l": np.array(4.0, np.float32), "d": np.array(1.0, np.float32)})
     module = iree_py.load(iree_py.compile(m.SerializeToString()))

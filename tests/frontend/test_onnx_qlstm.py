@@ -1,4 +1,4 @@
-"""com.microsoft DynamicQuantizeLSTM (frontends/onnx_qlstm.py) against onnxruntime, which implements
+"""com.microsoft DynamicQuantizeLSTM (frontends/onnx/recurrent.py) against onnxruntime, which implements
 the contrib op: bit for bit, on the host and (two cases) arm64 under qemu, and through the IR
 reference. Forward, reverse and bidirectional; int8 and uint8 weights, per-direction and per-column
 scales; with and without B, initial states, peepholes, sequence_lens (constant or an input) and a

@@ -1,5 +1,5 @@
 """Squeeze/Unsqueeze/Slice/Pad/OneHot/Dropout with parameters given at run time (rt_reshape:
-iree_py/frontends/onnx_rt_reshape.py). Each model is compiled ONCE with iree_py.compile and run by
+iree_py/frontends/onnx/layout.py, slicing.py). Each model is compiled ONCE with iree_py.compile and run by
 the C runtime on the host with several parameter values, against onnxruntime (floats within 1e-6
 of the largest magnitude, which is exact for these copies; integers exactly)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Reduce* with `axes` given at run time (onnx_rt_reduce.py -> ReduceRuntimeAxes, the reduce_rt
+"""Reduce* with `axes` given at run time (frontends/onnx/reduce.py -> ReduceRuntimeAxes, the reduce_rt
 kernel): one module per op and keepdims, compiled once and run in the C runtime on host at several
 axes values (each giving another output shape), compared with onnxruntime within 1e-4 of the largest
 reference value (tests/e2e/harness.py); the numpy reference of the IR is checked the same way."""

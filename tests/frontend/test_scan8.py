@@ -1,4 +1,4 @@
-"""Scan at opset 8 (onnx_scan8.py: one Loop per batch element, stacked back on axis 0), compiled for host
+"""Scan at opset 8 (frontends/onnx/control_flow.py, scan8: one Loop per batch element, stacked back on axis 0), compiled for host
 and run in the C runtime, compared with onnxruntime within 1e-4 of the largest reference value
 (tests/e2e/harness.py). Covers several batch elements, two states and two scan inputs (one reversed),
 a body reading an outer value, a constant sequence_lens (onnxruntime pads the rest with zeros), and

@@ -1,4 +1,5 @@
-"""Signal-area ops with shape-defining inputs given at run time (iree_py/frontends/onnx_signal_rt.py):
+"""Signal-area ops with shape-defining inputs given at run time (iree_py/frontends/onnx/: Range in tensor_ops.py,
+the windows in signal.py, ReverseSequence in indexing.py, MaxUnpool in pool.py):
 float Range, Hann/Hamming/BlackmanWindow with a run-time size, ReverseSequence with run-time
 sequence_lens, MaxUnpool with a run-time output_shape. Each model is compiled ONCE and run by the C
 runtime on the host at several parameter values, against onnxruntime (Range, windows,

@@ -1,4 +1,4 @@
-"""Every way exporters write an unknown input dim becomes a symbol (onnx_symbolic.InputSymbols):
+"""Every way exporters write an unknown input dim becomes a symbol (frontends/onnx/symbolic.py: InputSymbols):
 a dim_param name (one symbol per distinct name, whatever characters it has), "?" or "" (Paddle2ONNX;
 a symbol per dim), a negative dim_value (-1), or neither field. A dim_value of 0 is a size of 0, as
 onnxruntime reads it. Each model compiles once and runs at two sizes against onnxruntime."""

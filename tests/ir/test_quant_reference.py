@@ -1,5 +1,5 @@
 """TFLite's fixed-point helpers and quantize_multiplier (iree_py/ir/quant_math.py) on hand-computed
-values, the reference kernels of the quantized ops (reference_quant.py) on small hand-checked
+values, the reference kernels of the quantized ops (ir/ops/quantized.py) on small hand-checked
 cases and against float math, and the shape rules' refusals."""
 from __future__ import annotations
 

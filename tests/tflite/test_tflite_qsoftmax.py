@@ -1,5 +1,5 @@
 """int8/uint8 SOFTMAX against TFLite's reference kernel (OpResolverType.BUILTIN_REF), bit for bit:
-through the IR reference (QSoftmax in iree_py/ir/reference_qsoftmax.py) and compiled for the host."""
+through the IR reference (QSoftmax in iree_py/ir/ops/qsoftmax.py) and compiled for the host."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""TFLite WHILE and IF -> the IR's Loop and If (iree_py/ir/ops_control_flow.py).
+"""TFLite WHILE and IF -> the IR's Loop and If (iree_py/ir/ops/control_flow.py).
 
 TFLite subgraphs are closed functions: a body's values all come from its inputs and constants.
 IF(cond, args...): then/else subgraphs over args become the If's branches (args are its captures).

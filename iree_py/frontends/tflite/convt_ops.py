@@ -36,7 +36,7 @@ from iree_py.frontends.tflite.schema.BuiltinOperator import BuiltinOperator as B
 from iree_py.frontends.tflite.schema.Padding import Padding
 from iree_py.frontends.tflite.schema.TransposeConvOptions import TransposeConvOptionsT
 from iree_py.ir.graph import Value
-from iree_py.ir.ops_convt import conv_transpose_full_size
+from iree_py.ir.ops.conv import conv_transpose_full_size
 from iree_py.ir.types import DType
 
 if TYPE_CHECKING:

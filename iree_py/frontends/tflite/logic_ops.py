@@ -1,5 +1,5 @@
 """TFLite comparisons and logic (LESS, GREATER, EQUAL, ..., LOGICAL_AND/OR/NOT, SELECT/SELECT_V2)
--> the IR's compare/logic ops and Where (iree_py/ir/ops_logic.py). Operands broadcast numpy-style,
+-> the IR's compare/logic ops and Where (iree_py/ir/ops/logic.py). Operands broadcast numpy-style,
 as the IR ops do; both operands of a comparison must have one dtype (TFLite requires it too)."""
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """int8/uint8 SOFTMAX, LOGISTIC and TANH, bit-exact with TFLite's reference resolver.
 
-- SOFTMAX -> QSoftmax (fixed point, iree_py/ir/ops_qsoftmax.py) with the parameters TFLite's Prepare
+- SOFTMAX -> QSoftmax (fixed point, iree_py/ir/ops/qsoftmax.py) with the parameters TFLite's Prepare
   derives from beta and the input scale; output 1/256 with zero point -128 (int8) / 0 (uint8).
-- LOGISTIC, TANH -> QLookup (iree_py/ir/ops_qlookup.py): TFLite evaluates both through a 256-entry
+- LOGISTIC, TANH -> QLookup (iree_py/ir/ops/quantized.py): TFLite evaluates both through a 256-entry
   table filled in float32 at Prepare time; the table is built here the same way. Outputs: LOGISTIC
   1/256 with zero point -128 / 0, TANH 1/128 with zero point 0 / 128 (TFLite refuses others).
 Float inputs go to the float converters of ops.py.
@@ -17,8 +17,8 @@ from iree_py.frontends.tflite.quant_ops import storage_type, tensor_quant
 from iree_py.frontends.tflite.schema.BuiltinOperator import BuiltinOperator as B
 from iree_py.frontends.tflite.schema.SoftmaxOptions import SoftmaxOptionsT
 from iree_py.ir.graph import Value
-from iree_py.ir.ops_qlookup import lookup_table
-from iree_py.ir.ops_qsoftmax import qsoftmax_params
+from iree_py.ir.ops.quantized import lookup_table
+from iree_py.ir.ops.qsoftmax import qsoftmax_params
 
 if TYPE_CHECKING:
     from iree_py.frontends.tflite.importer import TfliteContext

@@ -1,6 +1,6 @@
 """TFLite resource variables -> module state: VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE, CALL_ONCE.
 
-Each variable (VAR_HANDLE's container + shared_name) becomes a state slot (iree_py/ir/ops_state.py).
+Each variable (VAR_HANDLE's container + shared_name) becomes a state slot (iree_py/ir/ops/state.py).
 In the main subgraph:
 - the first READ_VARIABLE of a variable before any ASSIGN is a StateRead (its value at the start of
   the call); a READ after an ASSIGN in the same call is the assigned value itself;

@@ -15,7 +15,8 @@ from iree_py.errors import CompileError
 from iree_py.ir.symbols import SymbolicDimError
 from iree_py.codegen.llvm.common import KERNEL_FN_TYPE, NO_BUILTINS_ATTR
 from iree_py.codegen.llvm.dispatch_guard import add_dispatch_guard, body_name
-from iree_py.codegen.llvm.dynamic import DYNAMIC_BUILDERS, is_dynamic
+from iree_py.codegen.llvm.dims import is_dynamic
+from iree_py.codegen.llvm.dynamic import DYNAMIC_BUILDERS
 from iree_py.codegen.llvm.kernel_objects import CANONICAL_NAME, canonical_text, data_layout, target_machine
 from iree_py.codegen.llvm.library import add_library_export
 from iree_py.targets import Target

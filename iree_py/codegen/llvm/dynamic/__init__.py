@@ -19,8 +19,6 @@ DYNAMIC_BUILDERS: dict[str, str] = {
     "expand": "expand:build",
     "concat": "concat:build",
     "pad": "pad:build",
-    "cumsum": "cumsum:build",
-    "cumprod": "cumsum:build_cumprod",
     "argmax": "argminmax:build",
     "argmin": "argminmax:build",
     "bitcast": "bitcast:build",

@@ -19,8 +19,6 @@ DYNAMIC_BUILDERS: dict[str, str] = {
     "expand": "expand:build",
     "concat": "concat:build",
     "pad": "pad:build",
-    "argmax": "argminmax:build",
-    "argmin": "argminmax:build",
     "bitcast": "bitcast:build",
     # -- linalg: entries below this line --
     "matmul": "matmul:build",

@@ -26,7 +26,6 @@ DYNAMIC_BUILDERS: dict[str, str] = {
     "logsoftmax": "softmax:build_logsoftmax",
     "hardmax": "softmax:build_hardmax",
     "reduce": "reduce:build",
-    "lrn": "lrn:build",
     # -- window: entries below this line --
     "conv2d": "conv2d:build",
     "maxpool": "pool:build",

@@ -102,7 +102,8 @@ KERNEL_BUILDERS: dict[str, str] = {
 # Kinds whose one builder (above) takes dims that are ints or Exprs (docs/dynamic_shapes.md): a spec
 # with symbolic dims goes there too, not to the DYNAMIC_BUILDERS twins.
 INT_OR_EXPR_DIM_KINDS = frozenset({"argmax", "argmin", "conv_transpose", "cumprod", "cumsum", "gather",
-                                   "gather_elements", "lrn", "qconv", "qconv_dot", "qlstm", "qmatmul"})
+                                   "gather_elements", "hardmax", "logsoftmax", "lrn", "qconv", "qconv_dot", "qlstm",
+                                   "qmatmul", "softmax"})
 
 
 def kernel_builder(spec: KernelSpec) -> Builder:

@@ -22,9 +22,6 @@ DYNAMIC_BUILDERS: dict[str, str] = {
     "bitcast": "bitcast:build",
     # -- linalg: entries below this line --
     "matmul": "matmul:build",
-    "softmax": "softmax:build",
-    "logsoftmax": "softmax:build_logsoftmax",
-    "hardmax": "softmax:build_hardmax",
     "reduce": "reduce:build",
     # -- window: entries below this line --
     "conv2d": "conv2d:build",

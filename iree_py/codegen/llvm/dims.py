@@ -14,7 +14,8 @@ symbols its spec mentions, sorted by name (`kernel_symbols`).
 `dim` lowers an Expr once per kernel (canonical text as the key), with floordiv/ceildiv rounding
 toward minus infinity as `symbols.evaluate` does. `index` keeps an int dim a Python int, for code
 that specializes on a known size (vector splits, exact tiles). `product` multiplies dims
-canonically; `Agreements` checks dims that must be equal, at build time when it can.
+canonically; `Agreements` checks dims that must be equal, at build time when it can;
+`runtime_strides` gives a tensor's strides with a dim that is 1 at run time broadcast.
 """
 from __future__ import annotations
 
@@ -229,3 +230,19 @@ class Agreements:
         b.position_at_end(bad)
         b.ret(const_i32(STATUS_DISPATCH_REFUSED))
         b.position_at_end(good)
+
+
+def runtime_strides(b: ir.IRBuilder, dims: list[ir.Value], rank: int, static_dims: tuple) -> list[ir.Value]:
+    """Element strides of a tensor with `dims`, right-aligned to an output of `rank` axes: 0 on
+    the axes it lacks and where its dim is 1 (broadcast)."""
+    strides = [const_i64(0)] * rank
+    running: ir.Value = const_i64(1)
+    for k in range(len(dims) - 1, -1, -1):
+        axis = rank - len(dims) + k
+        if static_dims[k] == 1:
+            strides[axis] = const_i64(0)
+            continue
+        is_one = b.icmp_signed("==", dims[k], const_i64(1))
+        strides[axis] = b.select(is_one, const_i64(0), running)
+        running = b.mul(running, dims[k])
+    return strides

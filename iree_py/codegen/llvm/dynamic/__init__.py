@@ -12,7 +12,6 @@ from iree_py.codegen.llvm.dims import is_dynamic, kernel_symbols  # noqa: F401 (
 
 # kind -> "module:function" under iree_py.codegen.llvm.dynamic; imported when first used.
 DYNAMIC_BUILDERS: dict[str, str] = {
-    "elementwise": "elementwise:build",
     # -- copy: entries below this line --
     "transpose": "transpose:build",
     "slice": "slice:build",

@@ -1,5 +1,6 @@
 """The elementwise kernel against numpy: every binary op, broadcast patterns (scalar, rank
-mismatch, size-1 dims on either side), Expr DAGs that reuse steps, vector tails and tiled rows."""
+mismatch, size-1 dims on either side), Expr DAGs that reuse steps, vector tails and tiled rows,
+and symbolic dims (broadcast decided at run time)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +8,9 @@ import pytest
 
 from iree_py.codegen.kernel_spec import Expr, ExprStep, KernelSpec
 from iree_py.codegen.llvm import build_executable
-from iree_py.codegen.llvm.jit import run_kernels
+from iree_py.codegen.llvm.jit import LoadedLibrary, run_kernels
 from iree_py.targets import load_target
+from iree_py.ir.symbols import call, evaluate
 from tests.codegen.conftest import assert_close, f32
 
 BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
@@ -89,3 +91,40 @@ def test_shapes_that_do_not_broadcast_are_rejected() -> None:
     spec = KernelSpec("bad", "elementwise", (f32(3), f32(4)), (f32(3),), spec.attrs)
     with pytest.raises(ValueError, match="does not broadcast"):
         build_executable([spec], load_target("host"))
+
+
+# Symbolic dims: the same builder, dims from the push constants. max(n, m) against m broadcasts
+# when m is 1 at run time; sizes 0 and 1 and a row wider than one column tile included.
+SYMBOLIC = [
+    ((("a", "b"), ("a", "b")), ("a", "b"), [{"a": 3, "b": 5}, {"a": 1, "b": 1}, {"a": 0, "b": 4}, {"a": 2, "b": 20001}]),
+    ((("a", "b", 16), ("a", "b", 1)), ("a", "b", 16), [{"a": 2, "b": 7}, {"a": 3, "b": 300}]),
+    (((3, "a"), (3, 1)), (3, "a"), [{"a": 7}, {"a": 1}, {"a": 0}]),
+    (((), ("a",)), ("a",), [{"a": 9}, {"a": 0}]),
+    (((call("max", "n", "m"),), ("m",)), (call("max", "n", "m"),), [{"n": 5, "m": 5}, {"n": 5, "m": 1}, {"n": 1, "m": 6}]),
+    ((("a", call("max", "n", "m"), 8), ("a", "m", 8)), ("a", call("max", "n", "m"), 8),
+     [{"a": 2, "n": 4, "m": 4}, {"a": 3, "n": 4, "m": 1}, {"a": 2, "n": 1, "m": 3}]),
+]
+
+
+def test_symbolic_dims_with_run_time_broadcasting() -> None:
+    sub = {"expr": Expr((ExprStep("Sub", (("in", 0), ("in", 1))),))}
+    specs = [KernelSpec(f"sym{k}", "elementwise", (f32(*a), f32(*b)), (f32(*out),), sub)
+             for k, ((a, b), out, _) in enumerate(SYMBOLIC)]
+    lib = LoadedLibrary(build_executable(specs, load_target("host")))
+    rng = np.random.default_rng(2)
+    for spec, (_, _, sizes) in zip(specs, SYMBOLIC):
+        for symbols in sizes:
+            shapes = [tuple(evaluate(d, symbols) for d in t.shape) for t in spec.inputs]
+            a, b = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+            (got,) = lib.run(spec, [a, b], symbols=symbols)
+            np.testing.assert_array_equal(got, a - b, err_msg=f"{spec.name} {symbols}")
+
+
+def test_symbolic_dims_that_do_not_broadcast_refuse_the_dispatch() -> None:
+    """max(n, m) against m with m neither 1 nor n: the kernel fails without touching memory."""
+    out = call("max", "n", "m")
+    add = {"expr": Expr((ExprStep("Add", (("in", 0), ("in", 1))),))}
+    spec = KernelSpec("sym_bad", "elementwise", (f32(out), f32("m")), (f32(out),), add)
+    lib = LoadedLibrary(build_executable([spec], load_target("host")))
+    with pytest.raises(RuntimeError, match="returned 1"):
+        lib.run(spec, [np.ones(5, np.float32), np.ones(3, np.float32)], symbols={"n": 5, "m": 3})

@@ -214,6 +214,32 @@ def vector_split(count: int, lanes: int) -> tuple[int, int]:
     return vec, count - vec
 
 
+def vector_end(b: ir.IRBuilder, length: int | ir.Value, lanes: int) -> int | ir.Value:
+    """Where the vector part of a loop over `length` (>= 0) elements ends: the largest multiple of
+    `lanes` <= length; 0 without vectors. An int length (a known dim) gives an int."""
+    if isinstance(length, int):
+        return vector_split(length, lanes)[0]
+    if lanes <= 1:
+        return const_i64(0)
+    return b.mul(b.udiv(length, const_i64(lanes)), const_i64(lanes))
+
+
+def has_vectors(vec_end: int | ir.Value, lanes: int) -> bool:
+    """Whether a loop whose vector part ends at `vec_end` (vector_end's result) has one to emit."""
+    return lanes > 1 and not (isinstance(vec_end, int) and vec_end == 0)
+
+
+def for_columns(b: ir.IRBuilder, inner: int | ir.Value, lanes: int, body, scalar: ir.Type = F32) -> None:
+    """body(ty, col) for vectors of `lanes` positions of [0, inner) (ty: `lanes` x `scalar`), then
+    body(scalar, col) for each remaining position. `inner` is an int (a known dim) or an i64."""
+    vec_inner = vector_end(b, inner, lanes)
+    if has_vectors(vec_inner, lanes):
+        with for_range(b, 0, vec_inner, step=lanes, name="c") as col:
+            body(ir.VectorType(scalar, lanes), col)
+    with for_range(b, vec_inner, inner, name="ct") as col:
+        body(scalar, col)
+
+
 def strides_of(shape: tuple[int, ...]) -> tuple[int, ...]:
     """Row-major element strides of `shape`."""
     strides = [1] * len(shape)

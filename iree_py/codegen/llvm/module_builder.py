@@ -15,7 +15,8 @@ from iree_py.errors import CompileError
 from iree_py.ir.symbols import SymbolicDimError
 from iree_py.codegen.llvm.common import KERNEL_FN_TYPE, NO_BUILTINS_ATTR
 from iree_py.codegen.llvm.dispatch_guard import add_dispatch_guard, body_name
-from iree_py.codegen.llvm.dynamic import DYNAMIC_BUILDERS, is_dynamic
+from iree_py.codegen.llvm.dims import is_dynamic
+from iree_py.codegen.llvm.dynamic import DYNAMIC_BUILDERS
 from iree_py.codegen.llvm.kernel_objects import CANONICAL_NAME, canonical_text, data_layout, target_machine
 from iree_py.codegen.llvm.library import add_library_export
 from iree_py.targets import Target
@@ -100,8 +101,9 @@ KERNEL_BUILDERS: dict[str, str] = {
 
 # Kinds whose one builder (above) takes dims that are ints or Exprs (docs/dynamic_shapes.md): a spec
 # with symbolic dims goes there too, not to the DYNAMIC_BUILDERS twins.
-INT_OR_EXPR_DIM_KINDS = frozenset({"conv_transpose", "gather", "gather_elements", "qconv", "qconv_dot", "qlstm",
-                                   "qmatmul"})
+INT_OR_EXPR_DIM_KINDS = frozenset({"argmax", "argmin", "conv_transpose", "cumprod", "cumsum", "elementwise", "gather",
+                                   "gather_elements", "hardmax", "logsoftmax", "lrn", "qconv", "qconv_dot", "qlstm",
+                                   "qmatmul", "softmax"})
 
 
 def kernel_builder(spec: KernelSpec) -> Builder:

@@ -8,32 +8,20 @@ and binding length from them at run time. Static specs keep their specialized bu
 """
 from __future__ import annotations
 
-from typing import Any
-
-from iree_py.codegen.kernel_spec import KernelSpec
-from iree_py.ir.symbols import Expr
+from iree_py.codegen.llvm.dims import is_dynamic, kernel_symbols  # noqa: F401 (their home is dims.py)
 
 # kind -> "module:function" under iree_py.codegen.llvm.dynamic; imported when first used.
 DYNAMIC_BUILDERS: dict[str, str] = {
-    "elementwise": "elementwise:build",
     # -- copy: entries below this line --
     "transpose": "transpose:build",
     "slice": "slice:build",
     "expand": "expand:build",
     "concat": "concat:build",
     "pad": "pad:build",
-    "cumsum": "cumsum:build",
-    "cumprod": "cumsum:build_cumprod",
-    "argmax": "argminmax:build",
-    "argmin": "argminmax:build",
     "bitcast": "bitcast:build",
     # -- linalg: entries below this line --
     "matmul": "matmul:build",
-    "softmax": "softmax:build",
-    "logsoftmax": "softmax:build_logsoftmax",
-    "hardmax": "softmax:build_hardmax",
     "reduce": "reduce:build",
-    "lrn": "lrn:build",
     # -- window: entries below this line --
     "conv2d": "conv2d:build",
     "maxpool": "pool:build",
@@ -59,26 +47,3 @@ DYNAMIC_BUILDERS: dict[str, str] = {
     "nms_output": "nms:build_nms_output",
     "roi_align": "roi_align:build_roi_align",
 }
-
-
-def _attr_symbols(value: Any) -> set[str]:
-    if isinstance(value, Expr):
-        return value.symbols
-    if isinstance(value, (list, tuple)):
-        return set().union(*(_attr_symbols(v) for v in value)) if value else set()
-    return set()
-
-
-def kernel_symbols(spec: KernelSpec) -> tuple[str, ...]:
-    """The symbols a spec's shapes and attributes mention, sorted: push constant i is the value
-    of symbol i."""
-    found: set[str] = set()
-    for t in (*spec.inputs, *spec.outputs):
-        found |= t.symbols
-    for value in spec.attrs.values():
-        found |= _attr_symbols(value)
-    return tuple(sorted(found))
-
-
-def is_dynamic(spec: KernelSpec) -> bool:
-    return bool(kernel_symbols(spec))

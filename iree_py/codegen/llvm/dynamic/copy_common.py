@@ -15,19 +15,11 @@ from llvmlite import ir
 
 from iree_py.codegen.kernel_abi import STATUS_DISPATCH_REFUSED
 from iree_py.codegen.llvm.common import ALIGN, I1, const_i64, element_ptr, for_range, min_index, return_unless
-from iree_py.codegen.llvm.dynamic.common import DynamicKernel
+from iree_py.codegen.llvm.dims import DynamicKernel, product  # noqa: F401 (product: re-exported)
 from iree_py.ir.symbols import Expr, call, dim
 from iree_py.ir.types import Dim
 
 ROW_GROUP_ELEMENTS = 16384
-
-
-def product(dims: tuple[Dim, ...] | list[Dim]) -> Dim:
-    """The product of dims, canonical (an int when every dim is)."""
-    total = Expr.of(1)
-    for d in dims:
-        total = total * d
-    return dim(total)
 
 
 def total(dims: tuple[Dim, ...] | list[Dim]) -> Dim:

@@ -23,7 +23,7 @@ from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import const_i64
 from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
-from iree_py.codegen.llvm.dynamic.elementwise import runtime_strides
+from iree_py.codegen.llvm.dims import runtime_strides
 from iree_py.codegen.llvm.dynamic.linalg_common import Agreements, product
 from iree_py.codegen.llvm.epilogue import (TilePosition, apply_epilogue, carried_loop, check_epilogue, fma, imin,
                                            load_tile, simple_loop, splat, store_tile, zero)

@@ -42,6 +42,21 @@
 #define IRP_MAX_CALL_DEPTH 32
 #endif
 
+/* Most bytes one module's state may take (arena, pool, registers, call frames: api/iree_py_runtime.h,
+ * irp_runtime_set_memory_limit), checked at load. 0: no fixed number: a hosted build takes the
+ * machine's physical memory, a bare-metal build only what its allocator gives (the device server
+ * sets its free RAM). */
+#ifndef IRP_MAX_MODULE_MEMORY
+#define IRP_MAX_MODULE_MEMORY 0
+#endif
+
+/* Most instructions one irp_call may execute (kernels' work not counted) before it fails with
+ * IRP_RUNTIME_FAILURE; 0: no limit. A damaged branch target or loop bound can make a module loop
+ * for ever; a build that must not hang (the fuzz harnesses, a board with no watchdog) sets one. */
+#ifndef IRP_MAX_CALL_STEPS
+#define IRP_MAX_CALL_STEPS 0
+#endif
+
 /* Largest memory image of one kernel library (its PT_LOAD span), in bytes. */
 #ifndef IRP_MAX_KERNEL_IMAGE_SIZE
 #define IRP_MAX_KERNEL_IMAGE_SIZE (64u * 1024u * 1024u)

@@ -280,6 +280,63 @@ static bool irp_relax_call_depths(const irp_vm_module_t* module, uint32_t* depth
   return changed;
 }
 
+/* A function on the depth-first walk of irp_has_call_cycle and where its scan for calls stands. */
+typedef struct irp_call_walk_t {
+  int32_t function;
+  size_t pc;
+} irp_call_walk_t;
+
+/* True when some chain of calls comes back to a function on it (recursion). Depth-first over the
+ * verified bytecode with an explicit stack; `marks` (0 unseen, 1 on the chain, 2 done) and `stack`
+ * hold function_count entries. */
+static bool irp_has_call_cycle(const irp_vm_module_t* module, uint8_t* marks, irp_call_walk_t* stack) {
+  for (int32_t root = 0; root < module->function_count; ++root) {
+    if (marks[root] != 0) continue;
+    size_t depth = 0;
+    stack[depth++] = (irp_call_walk_t){root, 0};
+    marks[root] = 1;
+    while (depth > 0) {
+      irp_call_walk_t* top = &stack[depth - 1];
+      const irp_vm_function_t* function = &module->functions[top->function];
+      while (top->pc < function->bytecode_length && function->bytecode[top->pc] != IRP_OP_CALL) {
+        top->pc += irp_insn_size(function->bytecode, top->pc);
+      }
+      if (top->pc >= function->bytecode_length) {
+        marks[top->function] = 2;
+        depth -= 1;
+        continue;
+      }
+      int32_t callee = irp_load_u16(function->bytecode + top->pc + 1);
+      top->pc += irp_insn_size(function->bytecode, top->pc);
+      if (marks[callee] == 1) return true;
+      if (marks[callee] == 0) {
+        marks[callee] = 1;
+        stack[depth++] = (irp_call_walk_t){callee, 0};
+      }
+    }
+  }
+  return false;
+}
+
+/* A chain of more than IRP_MAX_CALL_DEPTH calls: allowed only in a recursive module (its depth
+ * depends on its inputs, and a call past the limit fails at run time); otherwise refused. */
+static irp_status_t irp_check_deep_calls(const irp_allocator_t* allocator, const irp_vm_module_t* module,
+                                         irp_diag_t* diag) {
+  uint8_t* marks = NULL;
+  irp_call_walk_t* stack = NULL;
+  size_t count = (size_t)module->function_count;
+  irp_status_t status = irp_allocate_zeroed(allocator, count, 1, 8, diag, (void**)&marks);
+  if (status == IRP_OK) status = irp_allocate_zeroed(allocator, count, sizeof(irp_call_walk_t), 8, diag, (void**)&stack);
+  if (status == IRP_OK && !irp_has_call_cycle(module, marks, stack)) {
+    status = IRP_FAIL(diag, IRP_UNSUPPORTED,
+                      "module '%s' has a chain of more than %d nested calls, deeper than this runtime allows "
+                      "(IRP_MAX_CALL_DEPTH)", module->name, IRP_MAX_CALL_DEPTH);
+  }
+  irp_free(allocator, stack);
+  irp_free(allocator, marks);
+  return status;
+}
+
 irp_status_t irp_vm_compute_call_depth(const irp_allocator_t* allocator, const irp_vm_module_t* module,
                                        irp_diag_t* diag, uint32_t* out_depth) {
   *out_depth = 1;
@@ -294,7 +351,10 @@ irp_status_t irp_vm_compute_call_depth(const irp_allocator_t* allocator, const i
   for (int32_t f = 0; f < module->function_count; ++f) {
     if (depths[f] > *out_depth) *out_depth = depths[f];
   }
-  if (*out_depth > IRP_MAX_CALL_DEPTH) *out_depth = IRP_MAX_CALL_DEPTH;
   irp_free(allocator, depths);
+  if (*out_depth > IRP_MAX_CALL_DEPTH) {
+    *out_depth = IRP_MAX_CALL_DEPTH;
+    return irp_check_deep_calls(allocator, module, diag);
+  }
   return IRP_OK;
 }

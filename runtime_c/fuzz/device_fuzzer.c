@@ -83,6 +83,7 @@ static void stream_write(void* ctx, const uint8_t* data, size_t length) {
   IRP_FUZZ_ASSERT(crc == irp_wire_load_u32(data + IRP_FRAME_HEADER_BYTES + payload), "reply frame has a bad CRC");
   IRP_FUZZ_ASSERT(data[2] == IRP_MSG_BUSY || (data[2] & IRP_MSG_RESPONSE) != 0, "reply of type %u", data[2]);
   IRP_FUZZ_ASSERT(data[2] == IRP_MSG_BUSY || payload >= 1, "a response without its status byte");
+  if (data[2] != IRP_MSG_BUSY) irp_fuzz_note("  reply to 0x%02x: status %u", data[2] & 0x7Fu, data[IRP_FRAME_HEADER_BYTES]);
 }
 
 static int board_storage_write(void* ctx, size_t offset, const uint8_t* data, size_t length) {

@@ -28,6 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   irp_elf_image_t image;
   irp_status_t status = irp_elf_load(&allocator, data, size, elf_arch(data, size), &diag, &image);
   irp_fuzz_check_message(status, message, "irp_elf_load");
+  irp_fuzz_note("  irp_elf_load for %s: %d %s", elf_arch(data, size), (int)status, status == IRP_OK ? "" : message);
   if (status == IRP_OK) {
     IRP_FUZZ_ASSERT(image.base != NULL && image.size > 0 && image.size <= 2 * (size_t)IRP_MAX_KERNEL_IMAGE_SIZE,
                     "image of %zu bytes", image.size);

@@ -39,14 +39,10 @@ static void load_flat(const irp_allocator_t* allocator, irp_vm_executable_t* exe
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  irp_fuzz_arch = irp_fuzz_module_arch(data, size);
   irp_fuzz_heap_t heap = {IRP_FUZZ_HEAP_BUDGET, 0, 0};
   irp_allocator_t allocator = irp_fuzz_allocator(&heap);
-  char message[IRP_MAX_MESSAGE_LENGTH];
-  irp_diag_t diag = {message, sizeof(message)};
   irp_vm_module_t vm;
-  irp_status_t status = irp_vm_module_load(&allocator, data, size, &diag, &vm);
-  irp_fuzz_check_message(status, message, "irp_vm_module_load");
+  irp_status_t status = irp_fuzz_verify_module(&allocator, data, size, &vm);
   for (uint32_t i = 0; status == IRP_OK && i < vm.executable_count; ++i) {
     if (vm.executables[i].format == IRP_EXECUTABLE_FORMAT_FLAT) load_flat(&allocator, &vm.executables[i]);
   }

@@ -237,3 +237,14 @@ const char* irp_fuzz_module_arch(const uint8_t* data, size_t size) {
   }
   return first != NULL ? first : irp_fuzz_host_arch;
 }
+
+irp_status_t irp_fuzz_verify_module(const irp_allocator_t* allocator, const uint8_t* data, size_t size,
+                                    irp_vm_module_t* out_vm) {
+  irp_fuzz_arch = irp_fuzz_module_arch(data, size);
+  char message[IRP_MAX_MESSAGE_LENGTH];
+  irp_diag_t diag = {message, sizeof(message)};
+  irp_status_t status = irp_vm_module_load(allocator, data, size, &diag, out_vm);
+  irp_fuzz_check_message(status, message, "irp_vm_module_load");
+  irp_fuzz_note("  verified for %s: %d %s", irp_fuzz_arch, (int)status, status == IRP_OK ? "" : message);
+  return status;
+}

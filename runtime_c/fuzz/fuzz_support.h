@@ -64,4 +64,10 @@ void irp_fuzz_check_message(irp_status_t status, const char* message, const char
  * "no executables". */
 const char* irp_fuzz_module_arch(const uint8_t* data, size_t size);
 
+/* Loads and verifies a module as the runtime for its own architecture would: irp_fuzz_arch is set to
+ * irp_fuzz_module_arch (the caller sets it back to irp_fuzz_host_arch when done with the module) and
+ * a failure must have a message. The caller frees *out_vm (zeroed on failure). */
+irp_status_t irp_fuzz_verify_module(const irp_allocator_t* allocator, const uint8_t* data, size_t size,
+                                    irp_vm_module_t* out_vm);
+
 #endif /* IRP_FUZZ_FUZZ_SUPPORT_H_ */

@@ -118,16 +118,11 @@ static void run_module(const uint8_t* data, size_t size) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  irp_fuzz_arch = irp_fuzz_module_arch(data, size);
-  bool host = strcmp(irp_fuzz_arch, irp_fuzz_host_arch) == 0;
   irp_fuzz_heap_t heap = {IRP_FUZZ_HEAP_BUDGET, 0, 0};
   irp_allocator_t allocator = irp_fuzz_allocator(&heap);
-  char message[IRP_MAX_MESSAGE_LENGTH];
-  irp_diag_t diag = {message, sizeof(message)};
   irp_vm_module_t vm;
-  irp_status_t status = irp_vm_module_load(&allocator, data, size, &diag, &vm);
-  irp_fuzz_check_message(status, message, "irp_vm_module_load");
-  irp_fuzz_note("  verified for %s: %d %s", irp_fuzz_arch, (int)status, status == IRP_OK ? "" : message);
+  irp_status_t status = irp_fuzz_verify_module(&allocator, data, size, &vm);
+  bool host = strcmp(irp_fuzz_arch, irp_fuzz_host_arch) == 0;
   bool trusted = status == IRP_OK && host;
   for (uint32_t i = 0; trusted && i < vm.executable_count; ++i) trusted = irp_fuzz_executable_trusted(&vm.executables[i]);
   irp_vm_module_free(&allocator, &vm);

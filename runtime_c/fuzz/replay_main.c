@@ -27,7 +27,16 @@ static int replay_file(const char* path) {
   size_t length = size > 0 ? fread(data, 1, (size_t)size, file) : 0;
   fclose(file);
   fprintf(stderr, "replaying %s (%zu bytes)\n", path, length);
+  /* As libFuzzer does: the runtime must never write into the bytes it was given (constants are used
+   * in place, module storage may be flash). */
+  uint8_t* copy = malloc(length > 0 ? length : 1);
+  if (length > 0) memcpy(copy, data, length);
   LLVMFuzzerTestOneInput(data, length);
+  if (length > 0 && memcmp(copy, data, length) != 0) {
+    fprintf(stderr, "%s: the harness wrote into its input\n", path);
+    abort();
+  }
+  free(copy);
   free(data);
   return 0;
 }

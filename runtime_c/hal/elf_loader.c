@@ -297,6 +297,18 @@ static const char* irp_elf_symbol_name(const irp_elf_ctx_t* ctx, const irp_elf_d
   return start;
 }
 
+/* True when the symbol is named `expected` (length bytes and its NUL): compares at most that many
+ * bytes, so scanning every symbol costs O(symbols), not O(symbols x string table). */
+static bool irp_elf_symbol_named(const irp_elf_ctx_t* ctx, const irp_elf_dynamic_t* dynamic, const uint8_t* symbol,
+                                 const char* expected, size_t length) {
+  uint32_t name = irp_load_u32(symbol);
+  if (dynamic->strtab == 0 || name >= dynamic->strtab_size || dynamic->strtab_size - name <= length ||
+      !irp_elf_range(ctx->image, dynamic->strtab, dynamic->strtab_size)) {
+    return false;
+  }
+  return memcmp(ctx->image->base + dynamic->strtab + name, expected, length + 1) == 0;
+}
+
 static bool irp_elf_is_relative(uint16_t machine, uint32_t type) {
   switch (machine) {
     case EM_X86_64: return type == R_X86_64_RELATIVE;
@@ -412,8 +424,7 @@ static irp_status_t irp_elf_check_entry(irp_elf_ctx_t* ctx, const irp_elf_dynami
     uint64_t at = dynamic->symtab + index * ELF_SYM_SIZE;
     if (at > end || end - at < ELF_SYM_SIZE || !irp_elf_range(ctx->image, at, ELF_SYM_SIZE)) break;
     const uint8_t* symbol = ctx->image->base + at;
-    const char* name = irp_elf_symbol_name(ctx, dynamic, symbol);
-    if (name == NULL || strcmp(name, kQuerySymbol) != 0) continue;
+    if (!irp_elf_symbol_named(ctx, dynamic, symbol, kQuerySymbol, sizeof(kQuerySymbol) - 1)) continue;
     uint64_t value = irp_load_u64(symbol + 8), size = irp_load_u64(symbol + 16);
     if (value != entry || !irp_elf_in_segment(ctx->image, value, size, 0)) {
       return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,

@@ -36,6 +36,8 @@ for h in "${HARNESSES[@]}"; do
   fork=()
   [ -n "${FUZZ_FORK:-}" ] && fork=(-fork="$FUZZ_FORK")
   echo "fuzz_long: $h for $seconds s (log: $log)"
+  stamp="$FUZZ_DIR/artifacts/$h/.started"
+  touch "$stamp"
   start=$(date +%s)
   IRP_FUZZ_DATA="$FUZZ_DIR:fuzz/regressions" ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -46,7 +48,7 @@ for h in "${HARNESSES[@]}"; do
   elapsed=$(( $(date +%s) - start ))
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
   [ -n "$execs" ] || execs=$(grep -o '^#[0-9]*' "$log" | tr -d '#' | tail -1)
-  crashes=$(find "$FUZZ_DIR/artifacts/$h" -type f ! -name '*.log' | wc -l)
+  crashes=$(find "$FUZZ_DIR/artifacts/$h" -type f ! -name '*.log' ! -name .started -newer "$stamp" | wc -l)
   corpus=$(find "$FUZZ_DIR/work/$h" -type f | wc -l)
   line="$h: ${execs:-0} execs in $elapsed s ($(( ${execs:-0} / (elapsed > 0 ? elapsed : 1) ))/s), corpus $corpus, findings $crashes, exit $rc"
   summary+=("$line")

@@ -55,93 +55,75 @@ void irp_runtime_set_memory_limit(irp_runtime_t* runtime, size_t bytes) {
   if (runtime != NULL) runtime->memory_limit = bytes;
 }
 
-/* a + b, or SIZE_MAX when that overflows. */
-static size_t irp_add_saturated(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
-
-/* What a module's state takes (irp_module_allocate_state), summed before anything is allocated. */
-typedef struct irp_state_plan_t {
-  size_t arena;        /* rounded up to IRP_ARENA_ALIGNMENT, never 0; SIZE_MAX when it cannot be */
-  size_t pool;         /* the pool's region and block table (vm/pool.h); SIZE_MAX when it cannot be */
-  size_t pool_region;
-  size_t depth;        /* register windows */
-  size_t registers;    /* depth windows of the largest register counts, and depth frames */
-  size_t other;        /* dims passed in and out, input and output refs, profile slots */
-  int32_t max_inputs, max_outputs;
-  size_t max_i64_values;
-  size_t total;
-} irp_state_plan_t;
-
-static void irp_plan_state(const irp_vm_module_t* vm, irp_state_plan_t* plan) {
-  memset(plan, 0, sizeof(*plan));
-  /* Never zero bytes, so arena views always have a real base pointer. */
-  plan->arena = vm->arena_size > SIZE_MAX - IRP_ARENA_ALIGNMENT
-                    ? SIZE_MAX
-                    : ((size_t)vm->arena_size + IRP_ARENA_ALIGNMENT - 1) & ~(size_t)(IRP_ARENA_ALIGNMENT - 1);
-  if (plan->arena == 0) plan->arena = IRP_ARENA_ALIGNMENT;
-  plan->pool = irp_vm_pool_storage_bytes(vm->pool_size, &plan->pool_region);
-  if (plan->pool == 0) plan->pool = SIZE_MAX;
-  for (int32_t i = 0; i < vm->function_count; ++i) {
-    const irp_vm_function_t* f = &vm->functions[i];
-    if (f->input_count > plan->max_inputs) plan->max_inputs = f->input_count;
-    if (f->output_count > plan->max_outputs) plan->max_outputs = f->output_count;
-    if (f->i64_input_count > plan->max_i64_values) plan->max_i64_values = f->i64_input_count;
-    if (f->i64_output_count > plan->max_i64_values) plan->max_i64_values = f->i64_output_count;
-  }
-  /* One register window per possible call level (vm/interp.h), so a call never allocates. Counts are
-   * u16 and the depth at most IRP_MAX_CALL_DEPTH: these products cannot overflow. */
-  plan->depth = vm->call_depth > 0 ? vm->call_depth : 1;
-  plan->registers = plan->depth * ((size_t)vm->max_i64_registers * sizeof(int64_t) +
-                                   (size_t)vm->max_ref_registers * sizeof(irp_vm_ref_t) + sizeof(irp_vm_frame_t));
-  plan->other = plan->max_i64_values * sizeof(int64_t) +
-                ((size_t)plan->max_inputs + (size_t)plan->max_outputs) * sizeof(irp_vm_ref_t) +
-                (size_t)vm->entry_point_count * sizeof(irp_vm_entry_profile_t);
-  plan->total = irp_add_saturated(irp_add_saturated(plan->arena, plan->pool),
-                                  irp_add_saturated(plan->registers, plan->other));
-}
-
 static size_t irp_memory_limit(const irp_runtime_t* runtime) {
   if (runtime->memory_limit != 0) return runtime->memory_limit;
   if (IRP_MAX_MODULE_MEMORY != 0) return (size_t)IRP_MAX_MODULE_MEMORY;
   return irp_system_memory_bytes();
 }
 
+/* Bytes no arena or pool may reach: any of them alone is over every limit, and four of them add up
+ * without overflow. */
+#define IRP_HUGE (SIZE_MAX / 4)
+
 static irp_status_t irp_module_allocate_state(irp_module_t* module) {
   const irp_allocator_t* allocator = &module->runtime->allocator;
   irp_diag_t* diag = &module->runtime->diag;
   const irp_vm_module_t* vm = &module->vm;
-  irp_state_plan_t plan;
-  irp_plan_state(vm, &plan);
-  size_t limit = irp_memory_limit(module->runtime);
-  if (plan.total > limit) {
-    return IRP_FAIL(diag, IRP_OUT_OF_MEMORY,
-                    "out of memory: module '%s' needs %zu bytes (arena %llu, pool %llu, %zu windows of %u i64 + %u "
-                    "ref registers %zu, other %zu); the limit is %zu",
-                    vm->name, plan.total, (unsigned long long)vm->arena_size, (unsigned long long)vm->pool_size,
-                    plan.depth, vm->max_i64_registers, vm->max_ref_registers, plan.registers, plan.other, limit);
+  /* Never zero bytes, so arena views always have a real base pointer. */
+  size_t arena_bytes = vm->arena_size > IRP_HUGE ? IRP_HUGE
+                       : ((size_t)vm->arena_size + IRP_ARENA_ALIGNMENT - 1) & ~(size_t)(IRP_ARENA_ALIGNMENT - 1);
+  if (arena_bytes == 0) arena_bytes = IRP_ARENA_ALIGNMENT;
+  size_t pool_region = 0;
+  size_t pool_bytes = irp_vm_pool_storage_bytes(vm->pool_size, &pool_region);
+  if (pool_bytes == 0 || pool_bytes > IRP_HUGE) pool_bytes = IRP_HUGE;
+  int32_t max_inputs = 0, max_outputs = 0;
+  size_t max_i64_values = 0;
+  for (int32_t i = 0; i < vm->function_count; ++i) {
+    const irp_vm_function_t* f = &vm->functions[i];
+    if (f->input_count > max_inputs) max_inputs = f->input_count;
+    if (f->output_count > max_outputs) max_outputs = f->output_count;
+    if (f->i64_input_count > max_i64_values) max_i64_values = f->i64_input_count;
+    if (f->i64_output_count > max_i64_values) max_i64_values = f->i64_output_count;
   }
-  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, plan.arena, 1, IRP_ARENA_ALIGNMENT, diag,
+  /* One register window per possible call level (vm/interp.h), so a call never allocates. Counts are
+   * u16 and the depth at most IRP_MAX_CALL_DEPTH: these products stay far below IRP_HUGE. */
+  size_t depth = vm->call_depth > 0 ? vm->call_depth : 1;
+  size_t registers = depth * ((size_t)vm->max_i64_registers * sizeof(int64_t) +
+                              (size_t)vm->max_ref_registers * sizeof(irp_vm_ref_t) + sizeof(irp_vm_frame_t));
+  size_t other = max_i64_values * sizeof(int64_t) + ((size_t)max_inputs + (size_t)max_outputs) * sizeof(irp_vm_ref_t) +
+                 (size_t)vm->entry_point_count * sizeof(irp_vm_entry_profile_t);
+  size_t total = arena_bytes + pool_bytes + registers + other;
+  size_t limit = irp_memory_limit(module->runtime);
+  if (total > limit) {
+    return IRP_FAIL(diag, IRP_OUT_OF_MEMORY,
+                    "out of memory: module '%s' needs %zu bytes (arena %llu, pool %llu, registers %zu x %u i64 + "
+                    "%u ref); limit %zu",
+                    vm->name, total, (unsigned long long)vm->arena_size, (unsigned long long)vm->pool_size, depth,
+                    vm->max_i64_registers, vm->max_ref_registers, limit);
+  }
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, arena_bytes, 1, IRP_ARENA_ALIGNMENT, diag,
                                           (void**)&module->state.arena));
   /* Not zeroed (pool blocks' contents are undefined): a large pool costs no memory until used. */
-  module->pool_storage = allocator->alloc(allocator->ctx, plan.pool, IRP_ARENA_ALIGNMENT);
+  module->pool_storage = allocator->alloc(allocator->ctx, pool_bytes, IRP_ARENA_ALIGNMENT);
   if (module->pool_storage == NULL) {
     return IRP_FAIL(diag, IRP_OUT_OF_MEMORY, "module '%s': out of memory allocating its %llu-byte pool", vm->name,
                     (unsigned long long)vm->pool_size);
   }
   irp_vm_pool_init(&module->pool, (uint8_t*)module->pool_storage, vm->pool_size);
   module->state.pool = &module->pool;
-  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, plan.max_i64_values, sizeof(int64_t), 8, diag,
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, max_i64_values, sizeof(int64_t), 8, diag,
                                           (void**)&module->i64_values));
-  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, plan.depth * vm->max_i64_registers, sizeof(int64_t), 8, diag,
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, depth * vm->max_i64_registers, sizeof(int64_t), 8, diag,
                                           (void**)&module->state.i64_registers));
-  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, plan.depth * vm->max_ref_registers, sizeof(irp_vm_ref_t), 8, diag,
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, depth * vm->max_ref_registers, sizeof(irp_vm_ref_t), 8, diag,
                                           (void**)&module->state.ref_registers));
-  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, plan.depth, sizeof(irp_vm_frame_t), 8, diag,
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, depth, sizeof(irp_vm_frame_t), 8, diag,
                                           (void**)&module->state.frames));
-  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, (size_t)plan.max_inputs, sizeof(irp_vm_ref_t), 8, diag,
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, (size_t)max_inputs, sizeof(irp_vm_ref_t), 8, diag,
                                           (void**)&module->input_refs));
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, vm->entry_point_count, sizeof(irp_vm_entry_profile_t), 8,
                                           diag, (void**)&module->profile));
-  return irp_allocate_zeroed(allocator, (size_t)plan.max_outputs, sizeof(irp_vm_ref_t), 8, diag,
+  return irp_allocate_zeroed(allocator, (size_t)max_outputs, sizeof(irp_vm_ref_t), 8, diag,
                              (void**)&module->output_refs);
 }
 

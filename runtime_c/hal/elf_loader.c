@@ -284,7 +284,10 @@ static irp_status_t irp_elf_symbol(irp_elf_ctx_t* ctx, const irp_elf_dynamic_t* 
   return IRP_OK;
 }
 
-/* The name of a symbol if it lies inside the string table, else NULL. */
+/* The name of a symbol if it lies inside the string table and is shorter than IRP_MAX_SYMBOL_NAME,
+ * else NULL. Looking no further for its end keeps a scan of every symbol O(symbols), not O(symbols x
+ * table) (65536 symbols over a long table without NULs took seconds to hours). */
+#define IRP_MAX_SYMBOL_NAME 256u
 static const char* irp_elf_symbol_name(const irp_elf_ctx_t* ctx, const irp_elf_dynamic_t* dynamic,
                                        const uint8_t* symbol) {
   uint32_t name = irp_load_u32(symbol);
@@ -293,20 +296,9 @@ static const char* irp_elf_symbol_name(const irp_elf_ctx_t* ctx, const irp_elf_d
     return NULL;
   }
   const char* start = (const char*)ctx->image->base + dynamic->strtab + name;
-  if (memchr(start, 0, (size_t)(dynamic->strtab_size - name)) == NULL) return NULL;
+  uint64_t length = dynamic->strtab_size - name;
+  if (memchr(start, 0, (size_t)(length < IRP_MAX_SYMBOL_NAME ? length : IRP_MAX_SYMBOL_NAME)) == NULL) return NULL;
   return start;
-}
-
-/* True when the symbol is named `expected` (length bytes and its NUL): compares at most that many
- * bytes, so scanning every symbol costs O(symbols), not O(symbols x string table). */
-static bool irp_elf_symbol_named(const irp_elf_ctx_t* ctx, const irp_elf_dynamic_t* dynamic, const uint8_t* symbol,
-                                 const char* expected, size_t length) {
-  uint32_t name = irp_load_u32(symbol);
-  if (dynamic->strtab == 0 || name >= dynamic->strtab_size || dynamic->strtab_size - name <= length ||
-      !irp_elf_range(ctx->image, dynamic->strtab, dynamic->strtab_size)) {
-    return false;
-  }
-  return memcmp(ctx->image->base + dynamic->strtab + name, expected, length + 1) == 0;
 }
 
 static bool irp_elf_is_relative(uint16_t machine, uint32_t type) {
@@ -424,7 +416,8 @@ static irp_status_t irp_elf_check_entry(irp_elf_ctx_t* ctx, const irp_elf_dynami
     uint64_t at = dynamic->symtab + index * ELF_SYM_SIZE;
     if (at > end || end - at < ELF_SYM_SIZE || !irp_elf_range(ctx->image, at, ELF_SYM_SIZE)) break;
     const uint8_t* symbol = ctx->image->base + at;
-    if (!irp_elf_symbol_named(ctx, dynamic, symbol, kQuerySymbol, sizeof(kQuerySymbol) - 1)) continue;
+    const char* name = irp_elf_symbol_name(ctx, dynamic, symbol);
+    if (name == NULL || strcmp(name, kQuerySymbol) != 0) continue;
     uint64_t value = irp_load_u64(symbol + 8), size = irp_load_u64(symbol + 16);
     if (value != entry || !irp_elf_in_segment(ctx->image, value, size, 0)) {
       return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,

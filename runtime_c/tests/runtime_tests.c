@@ -263,12 +263,12 @@ static void test_memory_limit(void) {
   irp_status_t status = irp_module_load(runtime, good.data, good.length, &module);
   const char* got = irp_runtime_error_message(runtime);
   CHECK(status == IRP_OUT_OF_MEMORY && module == NULL && strstr(got, "(arena 448, pool 0,") != NULL &&
-            strstr(got, "the limit is 1000") != NULL,
+            strstr(got, "; limit 1000") != NULL,
         "good.vmfb under a 1000-byte limit: status %d '%s'", status, got);
   irp_runtime_set_memory_limit(runtime, 16u << 20);
   status = irp_module_load(runtime, huge.data, huge.length, &module);
   got = irp_runtime_error_message(runtime);
-  CHECK(status == IRP_OUT_OF_MEMORY && module == NULL && strstr(got, "32 windows of 7 i64 + 65535 ref registers") != NULL,
+  CHECK(status == IRP_OUT_OF_MEMORY && module == NULL && strstr(got, "registers 32 x 7 i64 + 65535 ref)") != NULL,
         "huge_registers.vmfb under a 16 MiB limit: status %d '%s'", status, got);
   status = irp_module_load(runtime, good.data, good.length, &module);
   CHECK(status == IRP_OK, "good.vmfb under a 16 MiB limit: %s", irp_runtime_error_message(runtime));

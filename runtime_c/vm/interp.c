@@ -100,9 +100,10 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
   irp_kernel_fn_t kernel = executable->kernels[entry_index];
   irp_workgroup_state_t workgroup = {{0, 0, 0}, 0};
   uint64_t started = state->profile != NULL ? irp_clock_ns() : 0;
-  /* An empty grid runs no workgroup; without this the outer loops would spin through y x z empty rows. */
-  bool empty = counts[0] == 0 || counts[1] == 0 || counts[2] == 0;
-  for (uint32_t z = 0; !empty && z < dispatch_state.workgroup_count[2]; ++z) {
+  /* An empty grid runs no workgroup: without this, x = 0 would still spin through y x z empty rows. */
+  const uint32_t* grid = dispatch_state.workgroup_count;
+  uint32_t planes = grid[0] == 0 || grid[1] == 0 ? 0 : grid[2];
+  for (uint32_t z = 0; z < planes; ++z) {
     for (uint32_t y = 0; y < dispatch_state.workgroup_count[1]; ++y) {
       for (uint32_t x = 0; x < dispatch_state.workgroup_count[0]; ++x) {
         workgroup.workgroup_id[0] = x;

@@ -40,12 +40,12 @@ def test_the_unpatched_module_loads(add_module):
 
 def test_an_arena_beyond_the_machine_is_refused_with_the_numbers(add_module):
     with pytest.raises(IreeRuntimeError, match=r"out of memory: module '.*' needs \d+ bytes \(arena 1152921504606846976, "
-                                               r"pool 0, .*\); the limit is \d+"):
+                                               r"pool 0, registers .*\); limit \d+"):
         iree_py.load(with_plan(add_module, arena=1 << 60))
 
 
 def test_a_pool_beyond_the_machine_is_refused_with_the_numbers(add_module):
     # The pool is not zeroed, so before this bound an overcommitting OS gave it and a call could
     # touch more memory than there is.
-    with pytest.raises(IreeRuntimeError, match=r"out of memory: .*pool 1125899906842624, .*the limit is \d+"):
+    with pytest.raises(IreeRuntimeError, match=r"out of memory: .*pool 1125899906842624, .*; limit \d+"):
         iree_py.load(with_plan(add_module, pool=1 << 50))

@@ -26,10 +26,11 @@ RUNTIME_SOURCES = "runtime_c"
 PREBUILT_HOST_RUNTIME = Path("runtime") / "host"   # under _data/: the host library and runner
 
 # What of runtime_c/ a build reads: C and assembly sources, headers, linker scripts, the boards'
-# makefiles and the Makefile. Its tests/ (C tests, test kernels, test-module generators) and any
-# build/ output folder are neither shipped nor hashed into the cache key.
+# makefiles and the Makefile. Its tests/ (C tests, test kernels, test-module generators), fuzz/ (the
+# fuzz harnesses and their regression inputs) and any build/ output folder are neither shipped nor
+# hashed into the cache key.
 RUNTIME_SOURCE_SUFFIXES = (".c", ".h", ".S", ".ld", ".mk")
-RUNTIME_LEFT_OUT = ("tests", "build")
+RUNTIME_LEFT_OUT = ("tests", "fuzz", "build")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ APT_PACKAGES=(
   qemu-user                        # qemu-aarch64 runs arm64 modules here; qemu-arm the 32-bit probe
   qemu-system-arm qemu-system-misc # emulated boards: MPS2 (Cortex-M4/M7) and riscv32 virt
   flatbuffers-compiler             # flatc: the module schema test
+  clang                            # libFuzzer + ASan/UBSan: the C fuzz harnesses (runtime_c/fuzz/)
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

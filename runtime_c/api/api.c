@@ -12,6 +12,7 @@
 struct irp_runtime_t {
   irp_allocator_t allocator;
   irp_hal_device_t device; /* runs every module's dispatches: the synchronous CPU driver */
+  size_t memory_limit;     /* 0: IRP_MAX_MODULE_MEMORY (irp_runtime_set_memory_limit) */
   char message[IRP_MAX_MESSAGE_LENGTH];
   irp_diag_t diag;
 };
@@ -53,30 +54,58 @@ const char* irp_runtime_error_message(const irp_runtime_t* runtime) {
   return runtime != NULL ? runtime->message : "";
 }
 
+void irp_runtime_set_memory_limit(irp_runtime_t* runtime, size_t bytes) {
+  if (runtime != NULL) runtime->memory_limit = bytes;
+}
+
+static size_t irp_memory_limit(const irp_runtime_t* runtime) {
+  if (runtime->memory_limit != 0) return runtime->memory_limit;
+  if (IRP_MAX_MODULE_MEMORY != 0) return (size_t)IRP_MAX_MODULE_MEMORY;
+  return irp_system_memory_bytes();
+}
+
+/* Bytes no arena or pool may reach: any of them alone is over every limit, and four of them add up
+ * without overflow. */
+#define IRP_HUGE (SIZE_MAX / 4)
+
 static irp_status_t irp_module_allocate_state(irp_module_t* module) {
   const irp_allocator_t* allocator = &module->runtime->allocator;
   irp_diag_t* diag = &module->runtime->diag;
   const irp_vm_module_t* vm = &module->vm;
-  if (vm->arena_size > SIZE_MAX - IRP_ARENA_ALIGNMENT) {
-    return IRP_FAIL(diag, IRP_OUT_OF_MEMORY, "module '%s' asks for an arena of %llu bytes", vm->name,
-                    (unsigned long long)vm->arena_size);
-  }
   /* Never zero bytes, so arena views always have a real base pointer. */
-  size_t arena_bytes = ((size_t)vm->arena_size + IRP_ARENA_ALIGNMENT - 1) & ~(size_t)(IRP_ARENA_ALIGNMENT - 1);
+  size_t arena_bytes = vm->arena_size > IRP_HUGE ? IRP_HUGE
+                       : ((size_t)vm->arena_size + IRP_ARENA_ALIGNMENT - 1) & ~(size_t)(IRP_ARENA_ALIGNMENT - 1);
   if (arena_bytes == 0) arena_bytes = IRP_ARENA_ALIGNMENT;
+  size_t pool_region = 0;
+  size_t pool_bytes = irp_vm_pool_storage_bytes(vm->pool_size, &pool_region);
+  if (pool_bytes == 0 || pool_bytes > IRP_HUGE) pool_bytes = IRP_HUGE;
   int32_t max_inputs = 0, max_outputs = 0;
+  size_t max_i64_values = 0;
   for (int32_t i = 0; i < vm->function_count; ++i) {
-    if (vm->functions[i].input_count > max_inputs) max_inputs = vm->functions[i].input_count;
-    if (vm->functions[i].output_count > max_outputs) max_outputs = vm->functions[i].output_count;
+    const irp_vm_function_t* f = &vm->functions[i];
+    if (f->input_count > max_inputs) max_inputs = f->input_count;
+    if (f->output_count > max_outputs) max_outputs = f->output_count;
+    if (f->i64_input_count > max_i64_values) max_i64_values = f->i64_input_count;
+    if (f->i64_output_count > max_i64_values) max_i64_values = f->i64_output_count;
+  }
+  /* One register window per possible call level (vm/interp.h), so a call never allocates. Counts are
+   * u16 and the depth at most IRP_MAX_CALL_DEPTH: these products stay far below IRP_HUGE. */
+  size_t depth = vm->call_depth > 0 ? vm->call_depth : 1;
+  size_t registers = depth * ((size_t)vm->max_i64_registers * sizeof(int64_t) +
+                              (size_t)vm->max_ref_registers * sizeof(irp_vm_ref_t) + sizeof(irp_vm_frame_t));
+  size_t other = max_i64_values * sizeof(int64_t) + ((size_t)max_inputs + (size_t)max_outputs) * sizeof(irp_vm_ref_t) +
+                 (size_t)vm->entry_point_count * sizeof(irp_vm_entry_profile_t);
+  size_t total = arena_bytes + pool_bytes + registers + other;
+  size_t limit = irp_memory_limit(module->runtime);
+  if (total > limit) {
+    return IRP_FAIL(diag, IRP_OUT_OF_MEMORY,
+                    "out of memory: module '%s' needs %zu bytes (arena %llu, pool %llu, registers %zu x %u i64 + "
+                    "%u ref); limit %zu",
+                    vm->name, total, (unsigned long long)vm->arena_size, (unsigned long long)vm->pool_size, depth,
+                    vm->max_i64_registers, vm->max_ref_registers, limit);
   }
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, arena_bytes, 1, IRP_ARENA_ALIGNMENT, diag,
                                           (void**)&module->state.arena));
-  size_t pool_region = 0;
-  size_t pool_bytes = irp_vm_pool_storage_bytes(vm->pool_size, &pool_region);
-  if (pool_bytes == 0) {
-    return IRP_FAIL(diag, IRP_OUT_OF_MEMORY, "module '%s' asks for a pool of %llu bytes", vm->name,
-                    (unsigned long long)vm->pool_size);
-  }
   /* Not zeroed (pool blocks' contents are undefined): a large pool costs no memory until used. */
   module->pool_storage = allocator->alloc(allocator->ctx, pool_bytes, IRP_ARENA_ALIGNMENT);
   if (module->pool_storage == NULL) {
@@ -86,15 +115,8 @@ static irp_status_t irp_module_allocate_state(irp_module_t* module) {
   irp_vm_pool_init(&module->pool, (uint8_t*)module->pool_storage, vm->pool_size);
   module->state.pool = &module->pool;
   module->state.device = &module->runtime->device;
-  size_t max_i64_values = 0;
-  for (int32_t i = 0; i < vm->function_count; ++i) {
-    if (vm->functions[i].i64_input_count > max_i64_values) max_i64_values = vm->functions[i].i64_input_count;
-    if (vm->functions[i].i64_output_count > max_i64_values) max_i64_values = vm->functions[i].i64_output_count;
-  }
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, max_i64_values, sizeof(int64_t), 8, diag,
                                           (void**)&module->i64_values));
-  /* One register window per possible call level (vm/interp.h), so a call never allocates. */
-  size_t depth = vm->call_depth > 0 ? vm->call_depth : 1;
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, depth * vm->max_i64_registers, sizeof(int64_t), 8, diag,
                                           (void**)&module->state.i64_registers));
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, depth * vm->max_ref_registers, sizeof(irp_vm_ref_t), 8, diag,

@@ -46,6 +46,13 @@ irp_status_t irp_runtime_create(const irp_allocator_t* allocator, irp_runtime_t*
 void irp_runtime_release(irp_runtime_t* runtime);
 /* The message of the latest error reported through this runtime ("" if none). */
 const char* irp_runtime_error_message(const irp_runtime_t* runtime);
+/* Most bytes the state of one module loaded through this runtime may take: its arena and pool (its
+ * memory plan), its register windows and call frames (register counts x call depth) and the call
+ * bookkeeping. irp_module_load sums them before allocating anything for them and refuses a module
+ * that needs more with IRP_OUT_OF_MEMORY and a message giving the numbers. 0 (the initial value)
+ * means IRP_MAX_MODULE_MEMORY (base/config.h): on a hosted build by default the machine's physical
+ * memory, on bare metal by default only what the allocator gives. */
+void irp_runtime_set_memory_limit(irp_runtime_t* runtime, size_t bytes);
 
 /* Verifies the whole module (every offset, register, branch target, executable) before returning
  * it; nothing in it is trusted afterwards. */

@@ -1,3 +1,4 @@
+#define _DEFAULT_SOURCE 1 /* sysconf(_SC_PHYS_PAGES) */
 #include "allocator.h"
 
 #include <stdint.h>
@@ -26,6 +27,14 @@ void irp_free(const irp_allocator_t* allocator, void* ptr) {
 }
 
 #if IRP_HAVE_OS
+#include <unistd.h>
+
+size_t irp_system_memory_bytes(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0 || (unsigned long)pages > SIZE_MAX / (unsigned long)page) return SIZE_MAX;
+  return (size_t)pages * (size_t)page;
+}
+
 static void* irp_system_alloc(void* ctx, size_t size, size_t alignment) {
   (void)ctx;
   if (alignment < sizeof(void*)) alignment = sizeof(void*);
@@ -45,4 +54,6 @@ irp_allocator_t irp_allocator_system(void) {
   irp_allocator_t allocator = {NULL, irp_system_alloc, irp_system_free};
   return allocator;
 }
+#else
+size_t irp_system_memory_bytes(void) { return SIZE_MAX; }
 #endif

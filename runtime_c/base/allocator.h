@@ -13,4 +13,8 @@ irp_status_t irp_allocate_zeroed(const irp_allocator_t* allocator, size_t count,
                                  size_t alignment, irp_diag_t* diag, void** out_ptr);
 void irp_free(const irp_allocator_t* allocator, void* ptr);
 
+/* Bytes of physical memory of the machine (hosted builds; SIZE_MAX when unknown or on bare metal):
+ * the default limit on one module's state (api/iree_py_runtime.h, irp_runtime_set_memory_limit). */
+size_t irp_system_memory_bytes(void);
+
 #endif /* IRP_BASE_ALLOCATOR_H_ */

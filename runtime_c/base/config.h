@@ -9,6 +9,13 @@
 #define IRP_HAVE_OS 1
 #endif
 
+/* 1: ELF kernel libraries are loaded (relocated into fresh memory: hal/elf_loader.c). 0: only flat
+ * images (used in place), what bare-metal targets are compiled to (docs/microcontrollers.md); an ELF
+ * executable is then refused at load, and the board's flash does not carry the loader. */
+#ifndef IRP_HAVE_ELF_LOADER
+#define IRP_HAVE_ELF_LOADER IRP_HAVE_OS
+#endif
+
 /* 1: the firmware defines irp_clock_ns() (base/clock.h) from its board's cycle counter; the runtime
  * does not. 0: the runtime's own clock: CLOCK_MONOTONIC with IRP_HAVE_OS, else none (always 0).
  * Bare-metal builds default to 1: a board always has some counter (runtime_c/firmware/). */
@@ -40,6 +47,21 @@
  * IRP_MAX_CALL_DEPTH windows, and a call beyond them is a run-time error, never a stack overflow. */
 #ifndef IRP_MAX_CALL_DEPTH
 #define IRP_MAX_CALL_DEPTH 32
+#endif
+
+/* Most bytes one module's state may take (arena, pool, registers, call frames: api/iree_py_runtime.h,
+ * irp_runtime_set_memory_limit), checked at load. 0: no fixed number: a hosted build takes the
+ * machine's physical memory, a bare-metal build only what its allocator gives (the device server
+ * sets its free RAM). */
+#ifndef IRP_MAX_MODULE_MEMORY
+#define IRP_MAX_MODULE_MEMORY 0
+#endif
+
+/* Most instructions one irp_call may execute (kernels' work not counted) before it fails with
+ * IRP_RUNTIME_FAILURE; 0: no limit. A damaged branch target or loop bound can make a module loop
+ * for ever; a build that must not hang (the fuzz harnesses, a board with no watchdog) sets one. */
+#ifndef IRP_MAX_CALL_STEPS
+#define IRP_MAX_CALL_STEPS 0
 #endif
 
 /* Largest memory image of one kernel library (its PT_LOAD span), in bytes. */

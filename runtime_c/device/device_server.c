@@ -297,6 +297,9 @@ static void irp_handle_upload_end(irp_server_t* s, irp_wire_reader_t* r) {
   s->allocator = irp_bump_allocator(&s->ram);
   irp_status_t status = irp_runtime_create(&s->allocator, &s->runtime);
   if (status == IRP_OK) {
+    /* The module's state must fit the RAM left: a module asking for more is refused with the numbers. */
+    size_t free_ram = irp_bump_free_bytes(&s->ram);
+    irp_runtime_set_memory_limit(s->runtime, free_ram > 0 ? free_ram : 1); /* 0 would mean "no limit" */
     status = irp_module_load(s->runtime, s->board->module_storage, s->module_size, &s->module);
   }
   if (status != IRP_OK) {

@@ -7,6 +7,7 @@
 #include "elf_loader.h"
 #include "flat_executable.h"
 
+#if IRP_HAVE_ELF_LOADER
 /* Reads a pointer stored at `address` after checking it lies in the image. */
 static bool irp_read_pointer(const irp_elf_image_t* image, uintptr_t address, uintptr_t* out_value) {
   if (!irp_elf_contains(image, address, sizeof(void*))) return false;
@@ -61,6 +62,8 @@ static irp_status_t irp_check_library(const irp_elf_image_t* image, const irp_ha
   return IRP_OK;
 }
 
+#endif  /* IRP_HAVE_ELF_LOADER */
+
 irp_status_t irp_cpu_executable_load(const irp_allocator_t* allocator, irp_hal_executable_t* executable,
                                      irp_diag_t* diag) {
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, executable->entry_point_count, sizeof(irp_kernel_fn_t),
@@ -68,6 +71,7 @@ irp_status_t irp_cpu_executable_load(const irp_allocator_t* allocator, irp_hal_e
   if (executable->format == IRP_EXECUTABLE_FORMAT_FLAT) {
     return irp_flat_executable_load(allocator, executable, diag);
   }
+#if IRP_HAVE_ELF_LOADER
   irp_elf_image_t* image = NULL;
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, 1, sizeof(irp_elf_image_t), 8, diag, (void**)&image));
   executable->image = image;
@@ -76,13 +80,19 @@ irp_status_t irp_cpu_executable_load(const irp_allocator_t* allocator, irp_hal_e
   irp_kernel_library_query_fn_t query = (irp_kernel_library_query_fn_t)((uintptr_t)image->base + (uintptr_t)image->entry);
   const irp_kernel_library_t* library = query(IRP_KERNEL_ABI_VERSION);
   return irp_check_library(image, executable, library, diag);
+#else
+  return IRP_FAIL(diag, IRP_UNSUPPORTED, "executable for %s is an ELF library; this runtime (a bare-metal build) "
+                  "loads flat images only: compile for the board's target", executable->arch);
+#endif
 }
 
 void irp_cpu_executable_unload(const irp_allocator_t* allocator, irp_hal_executable_t* executable) {
   if (executable->format == IRP_EXECUTABLE_FORMAT_FLAT) {
     irp_flat_executable_unload(allocator, executable);
   } else if (executable->image != NULL) {
+#if IRP_HAVE_ELF_LOADER
     irp_elf_unload(allocator, (irp_elf_image_t*)executable->image);
+#endif
     irp_free(allocator, executable->image);
   }
   irp_free(allocator, executable->kernels);

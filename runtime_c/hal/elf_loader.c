@@ -1,6 +1,7 @@
 #define _DEFAULT_SOURCE 1 /* mmap, MAP_ANONYMOUS, sysconf */
 #include "elf_loader.h"
 
+#if IRP_HAVE_ELF_LOADER  /* base/config.h: bare-metal builds load flat images only */
 #include <string.h>
 
 #include "../base/allocator.h"
@@ -284,7 +285,10 @@ static irp_status_t irp_elf_symbol(irp_elf_ctx_t* ctx, const irp_elf_dynamic_t* 
   return IRP_OK;
 }
 
-/* The name of a symbol if it lies inside the string table, else NULL. */
+/* The name of a symbol if it lies inside the string table and is shorter than IRP_MAX_SYMBOL_NAME,
+ * else NULL. Looking no further for its end keeps a scan of every symbol O(symbols), not O(symbols x
+ * table) (65536 symbols over a long table without NULs took seconds to hours). */
+#define IRP_MAX_SYMBOL_NAME 256u
 static const char* irp_elf_symbol_name(const irp_elf_ctx_t* ctx, const irp_elf_dynamic_t* dynamic,
                                        const uint8_t* symbol) {
   uint32_t name = irp_load_u32(symbol);
@@ -293,7 +297,8 @@ static const char* irp_elf_symbol_name(const irp_elf_ctx_t* ctx, const irp_elf_d
     return NULL;
   }
   const char* start = (const char*)ctx->image->base + dynamic->strtab + name;
-  if (memchr(start, 0, (size_t)(dynamic->strtab_size - name)) == NULL) return NULL;
+  uint64_t length = dynamic->strtab_size - name;
+  if (memchr(start, 0, (size_t)(length < IRP_MAX_SYMBOL_NAME ? length : IRP_MAX_SYMBOL_NAME)) == NULL) return NULL;
   return start;
 }
 
@@ -491,3 +496,7 @@ void irp_elf_unload(const irp_allocator_t* allocator, irp_elf_image_t* image) {
   }
   memset(image, 0, sizeof(*image));
 }
+
+#else
+typedef int irp_elf_loader_compiled_out_t; /* ISO C wants a declaration in every translation unit */
+#endif  /* IRP_HAVE_ELF_LOADER */

@@ -25,7 +25,7 @@ from dynamic_test_modules import dynamic_functions, dynamic_module  # noqa: E402
 
 N = 100  # elements of the add test
 F32 = DType.f32
-INVALID_MODULE, UNSUPPORTED = 2, 5
+INVALID_MODULE, OUT_OF_MEMORY, UNSUPPORTED = 2, 3, 5
 OTHER_ARCH = {"x86_64": "aarch64", "aarch64": "x86_64", "riscv64": "aarch64"}
 ELF_MACHINE = {"x86_64": 62, "aarch64": 183, "riscv64": 243}
 UNKNOWN_RELOCATION = 0x7ffe  # a relocation type no architecture defines
@@ -237,6 +237,27 @@ def with_symbolic_relocations(kernels: bytes, arch: str) -> bytes:
     return bytes(out)
 
 
+def call_chain(length: int) -> list[Function]:
+    """c0 calls c1 calls ... c{length}: length + 1 functions nested (c0 exported)."""
+    functions = []
+    for i in range(length + 1):
+        code = BytecodeBuilder()
+        if i < length:
+            code.emit("call", i + 1, [], [], [], [])
+        code.emit("ret", [])
+        functions.append(Function(f"c{i}", [], [], 0, 0, code.finish(), exported=i == 0))
+    return functions
+
+
+def huge_registers_module(arch: str, kernels: bytes) -> Module:
+    """good_module with a recursive function of 65535 ref registers: 32 register windows of them
+    (about 50 MB) that the C test's memory limit refuses (runtime_tests.c, test_memory_limit)."""
+    module = good_module(arch, kernels)
+    functions = list(module.functions)
+    functions[FIB_INDEX] = replace(functions[FIB_INDEX], ref_register_count=65535)
+    return replace(module, functions=functions)
+
+
 def bad_modules(arch: str, kernels: bytes, undefined_kernels: bytes | None) -> list[tuple[str, object, int, str]]:
     base = small_module(arch, kernels)
     x = TensorSig("x", F32, (4,))
@@ -327,6 +348,16 @@ def bad_modules(arch: str, kernels: bytes, undefined_kernels: bytes | None) -> l
         ("elf_entry_name", with_entry_points(base, [eps[0], replace(eps[1], name="scale"), eps[2]]),
          INVALID_MODULE, "entry 1 is not named 'scale' as the module says"),
     ]
+    # Resource bounds at load: more memory than the machine has, a call chain deeper than the runtime
+    # allows (IRP_MAX_CALL_DEPTH, 32; only recursion may go deeper and fail at run time).
+    cases += [
+        ("arena_too_big", replace(base, memory_plan=MemoryPlan(1 << 60)), OUT_OF_MEMORY,
+         "out of memory: module 'test' needs 1152921504606847"),
+        ("pool_too_big", replace(base, memory_plan=MemoryPlan(448, pool_size=1 << 58)), OUT_OF_MEMORY,
+         "(arena 448, pool 288230376151711744, registers 1 x 3 i64 + 5 ref)"),
+        ("deep_calls", replace(base, functions=call_chain(33)), UNSUPPORTED,
+         "module 'test': more than 32 nested calls"),
+    ]
     if undefined_kernels is not None:
         cases.append(("elf_undefined_symbol", with_code(base, undefined_kernels), UNSUPPORTED,
                       "refers to undefined symbol 'external_helper'"))
@@ -385,6 +416,7 @@ def main() -> None:
     (out / "dynamic.vmfb").write_bytes(write_module(dynamic_module()))
     symbolic = with_symbolic_relocations(kernels, args.arch)
     (out / "symbolic_good.vmfb").write_bytes(write_module(good_module(args.arch, symbolic)))
+    (out / "huge_registers.vmfb").write_bytes(write_module(huge_registers_module(args.arch, kernels)))
     small = write_module(small_module(args.arch, kernels))
     (out / "small.vmfb").write_bytes(small)
     # Where the kernel code lies in small.vmfb: the corruption test treats its bytes specially.

@@ -254,6 +254,36 @@ static void test_bad_modules(void) {
   irp_runtime_release(runtime);
 }
 
+/* A runtime's memory limit refuses a module whose state needs more, naming the numbers: the arena of
+ * good.vmfb, and 32 windows of 65535 ref registers (a recursive function that has that many). */
+static void test_memory_limit(void) {
+  irp_runtime_t* runtime = make_runtime();
+  bytes_t good = read_module("good.vmfb"), huge = read_module("huge_registers.vmfb");
+  irp_module_t* module = NULL;
+  irp_runtime_set_memory_limit(runtime, 1000);
+  irp_status_t status = irp_module_load(runtime, good.data, good.length, &module);
+  const char* got = irp_runtime_error_message(runtime);
+  CHECK(status == IRP_OUT_OF_MEMORY && module == NULL && strstr(got, "(arena 448, pool 0,") != NULL &&
+            strstr(got, "; limit 1000") != NULL,
+        "good.vmfb under a 1000-byte limit: status %d '%s'", status, got);
+  irp_runtime_set_memory_limit(runtime, 16u << 20);
+  status = irp_module_load(runtime, huge.data, huge.length, &module);
+  got = irp_runtime_error_message(runtime);
+  CHECK(status == IRP_OUT_OF_MEMORY && module == NULL && strstr(got, "registers 32 x 7 i64 + 65535 ref)") != NULL,
+        "huge_registers.vmfb under a 16 MiB limit: status %d '%s'", status, got);
+  status = irp_module_load(runtime, good.data, good.length, &module);
+  CHECK(status == IRP_OK, "good.vmfb under a 16 MiB limit: %s", irp_runtime_error_message(runtime));
+  irp_module_release(module);
+  module = NULL;
+  irp_runtime_set_memory_limit(runtime, 0); /* the machine's memory again: 50 MB fit */
+  status = irp_module_load(runtime, huge.data, huge.length, &module);
+  CHECK(status == IRP_OK, "huge_registers.vmfb without a limit: %s", irp_runtime_error_message(runtime));
+  irp_module_release(module);
+  free(good.data);
+  free(huge.data);
+  irp_runtime_release(runtime);
+}
+
 /* Every allocation failure during load must surface as IRP_OUT_OF_MEMORY and leak nothing. */
 static void test_out_of_memory(void) {
   bytes_t bytes = read_module("good.vmfb");
@@ -504,6 +534,7 @@ int main(int argc, char** argv) {
   test_pool();
   test_dynamic();
   test_bad_modules();
+  test_memory_limit();
   test_out_of_memory();
   test_corruption();
   if (g_failures != 0) {

@@ -102,7 +102,10 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
   };
   irp_hal_kernel_failure_t failure = {IRP_KERNEL_STATUS_OK, {0, 0, 0}};
   uint64_t started = state->profile != NULL ? irp_clock_ns() : 0;
-  irp_status_t status = irp_hal_device_dispatch(state->device, &dispatch, &failure, diag);
+  /* An empty grid runs no workgroup: a driver need not check (x = 0 would otherwise spin through
+   * y x z empty rows). */
+  bool empty = counts[0] == 0 || counts[1] == 0 || counts[2] == 0;
+  irp_status_t status = empty ? IRP_OK : irp_hal_device_dispatch(state->device, &dispatch, &failure, diag);
   if (failure.status != IRP_KERNEL_STATUS_OK) {
     return IRP_FAIL(diag, IRP_RUNTIME_FAILURE,
                     "%s: kernel '%s' failed with code %" PRId32 "%s at workgroup (%" PRIu32 ", %" PRIu32
@@ -575,8 +578,13 @@ irp_status_t irp_vm_invoke(const irp_vm_module_t* module, const irp_vm_state_t* 
   irp_enter(module, &cursor, function_index, root);
   for (int32_t i = 0; i < cursor.function->input_count; ++i) root.refs[i] = inputs[i];
   for (uint16_t i = 0; i < cursor.function->i64_input_count; ++i) root.i64[i] = i64_inputs[i];
+  uint64_t steps = 0;
   for (;;) {
     size_t insn_pc = cursor.pc;
+    if (IRP_MAX_CALL_STEPS > 0 && ++steps > (uint64_t)IRP_MAX_CALL_STEPS) {
+      return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "%s: bytecode at %zu: the call ran more than %llu instructions (IRP_MAX_CALL_STEPS)",
+                      cursor.function->name, insn_pc, (unsigned long long)IRP_MAX_CALL_STEPS);
+    }
     uint8_t opcode = cursor.code[cursor.pc++];
     if (opcode == IRP_OP_CALL) {
       IRP_RETURN_IF_ERROR(irp_vm_call(module, state, &cursor, insn_pc, diag));

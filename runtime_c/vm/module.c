@@ -180,8 +180,21 @@ static irp_status_t irp_load_function(const irp_allocator_t* allocator, const ir
   return IRP_OK;
 }
 
+/* Adds `bytes` to what the module's tables refer to: bytecode, signature and entry point references,
+ * kernel code of this architecture. Laid out by a writer, each lies in bytes of its own, so the sum
+ * never exceeds the module; tables that point many times at the same bytecode or code (a 130 KB
+ * module asking for minutes of verification) are refused before that work is done. */
+static irp_status_t irp_charge(const irp_fb_t* fb, size_t* io_referenced, size_t bytes) {
+  if (bytes <= fb->size - *io_referenced) {
+    *io_referenced += bytes;
+    return IRP_OK;
+  }
+  return IRP_FAIL(fb->diag, IRP_INVALID_MODULE, "module tables share data: more than its %zu bytes", fb->size);
+}
+
 static irp_status_t irp_load_functions(const irp_allocator_t* allocator, const irp_fb_t* fb,
-                                       const irp_fb_table_t* root, irp_vm_module_t* module) {
+                                       const irp_fb_table_t* root, irp_vm_module_t* module,
+                                       size_t* io_referenced) {
   irp_fb_vector_t vector;
   IRP_RETURN_IF_ERROR(irp_fb_vector(fb, root, MODULE_FUNCTIONS, 4, &vector));
   if (vector.count > INT32_MAX / 2) {
@@ -195,6 +208,8 @@ static irp_status_t irp_load_functions(const irp_allocator_t* allocator, const i
     IRP_RETURN_IF_ERROR(irp_fb_vector_table(fb, &vector, i, &table));
     irp_vm_function_t* function = &module->functions[i];
     IRP_RETURN_IF_ERROR(irp_load_function(allocator, fb, &table, function));
+    IRP_RETURN_IF_ERROR(irp_charge(fb, io_referenced, function->bytecode_length +
+                                                          4u * (size_t)(function->input_count + function->output_count)));
     if (function->i64_register_count > module->max_i64_registers) {
       module->max_i64_registers = function->i64_register_count;
     }
@@ -292,7 +307,8 @@ static irp_status_t irp_check_flat_entry(const irp_fb_t* fb, const irp_hal_execu
 }
 
 static irp_status_t irp_load_executable(const irp_allocator_t* allocator, const irp_fb_t* fb,
-                                        const irp_fb_table_t* table, irp_hal_executable_t* out_executable) {
+                                        const irp_fb_table_t* table, irp_hal_executable_t* out_executable,
+                                        size_t* io_referenced) {
   uint8_t format;
   irp_fb_vector_t entries, code;
   IRP_RETURN_IF_ERROR(irp_fb_u8(fb, table, EXECUTABLE_FORMAT, 0, &format));
@@ -306,6 +322,7 @@ static irp_status_t irp_load_executable(const irp_allocator_t* allocator, const 
   IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, EXECUTABLE_CODE, 1, &code));
   out_executable->code = fb->data + code.pos;
   out_executable->code_length = code.count;
+  IRP_RETURN_IF_ERROR(irp_charge(fb, io_referenced, (size_t)code.count + 4u * (size_t)entries.count));
   uint32_t expected_crc;
   IRP_RETURN_IF_ERROR(irp_fb_u32(fb, table, EXECUTABLE_CODE_CRC32, 0, &expected_crc));
   uint32_t actual_crc = irp_crc32(out_executable->code, out_executable->code_length);
@@ -341,7 +358,8 @@ static void irp_append_arch(char* list, size_t capacity, const char* arch) {
 }
 
 static irp_status_t irp_load_executables(const irp_allocator_t* allocator, const irp_fb_t* fb,
-                                         const irp_fb_table_t* root, irp_vm_module_t* module) {
+                                         const irp_fb_table_t* root, irp_vm_module_t* module,
+                                         size_t* io_referenced) {
   irp_fb_vector_t vector;
   IRP_RETURN_IF_ERROR(irp_fb_vector(fb, root, MODULE_EXECUTABLES, 4, &vector));
   if (vector.count == 0) return IRP_OK;
@@ -359,7 +377,7 @@ static irp_status_t irp_load_executables(const irp_allocator_t* allocator, const
     irp_vm_executable_t* executable = &module->executables[module->executable_count++];
     executable->hal.arch = arch;
     executable->first_entry_index = module->entry_point_count;
-    IRP_RETURN_IF_ERROR(irp_load_executable(allocator, fb, &table, &executable->hal));
+    IRP_RETURN_IF_ERROR(irp_load_executable(allocator, fb, &table, &executable->hal, io_referenced));
     module->entry_point_count += executable->hal.entry_point_count;
   }
   if (module->executable_count == 0) {
@@ -402,9 +420,10 @@ static irp_status_t irp_load_module_tables(const irp_allocator_t* allocator, con
   if (has_plan) IRP_RETURN_IF_ERROR(irp_fb_u64(fb, &plan, PLAN_ARENA_SIZE, 0, &module->arena_size));
   if (has_plan) IRP_RETURN_IF_ERROR(irp_fb_u64(fb, &plan, PLAN_POOL_SIZE, 0, &module->pool_size));
   IRP_RETURN_IF_ERROR(irp_load_messages(allocator, fb, &root, module));
-  IRP_RETURN_IF_ERROR(irp_load_functions(allocator, fb, &root, module));
+  size_t referenced = 0;
+  IRP_RETURN_IF_ERROR(irp_load_functions(allocator, fb, &root, module, &referenced));
   IRP_RETURN_IF_ERROR(irp_load_constants(allocator, fb, &root, module));
-  IRP_RETURN_IF_ERROR(irp_load_executables(allocator, fb, &root, module));
+  IRP_RETURN_IF_ERROR(irp_load_executables(allocator, fb, &root, module, &referenced));
   for (int32_t i = 0; i < module->function_count; ++i) {
     IRP_RETURN_IF_ERROR(irp_vm_verify_function(allocator, module, &module->functions[i], fb->diag));
   }

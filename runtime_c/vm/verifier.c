@@ -264,37 +264,77 @@ static size_t irp_insn_size(const uint8_t* code, size_t pc) {
   return at - pc;
 }
 
-/* One relaxation round: depth[f] = max(depth[f], 1 + depth[callee]) over every call in f, capped
- * just above the limit. Returns whether anything changed. */
-static bool irp_relax_call_depths(const irp_vm_module_t* module, uint32_t* depths) {
-  bool changed = false;
-  for (int32_t f = 0; f < module->function_count; ++f) {
-    const irp_vm_function_t* function = &module->functions[f];
-    for (size_t pc = 0; pc < function->bytecode_length; pc += irp_insn_size(function->bytecode, pc)) {
-      if (function->bytecode[pc] != IRP_OP_CALL) continue;
-      uint32_t through = depths[irp_load_u16(function->bytecode + pc + 1)] + 1;
-      if (through > IRP_MAX_CALL_DEPTH + 1u) through = IRP_MAX_CALL_DEPTH + 1u;
-      if (through > depths[f]) depths[f] = through, changed = true;
+/* A function on the depth-first walk of the call graph: where its scan for calls stands and the
+ * depth of its deepest callee so far, plus one. */
+typedef struct irp_call_walk_t {
+  int32_t function;
+  uint32_t depth;
+  size_t pc;
+} irp_call_walk_t;
+
+#define IRP_ON_WALK UINT32_MAX
+
+/* Depth-first over the verified bytecode with an explicit stack (never C recursion), each function
+ * once: depths[f] (0 while unseen, IRP_ON_WALK while on the walk) becomes 1 + its deepest callee's
+ * depth, capped just above IRP_MAX_CALL_DEPTH. `depths` and `stack` hold function_count entries.
+ * Returns whether a call leads back to a function on the walk (recursion). */
+static bool irp_walk_calls(const irp_vm_module_t* module, uint32_t* depths, irp_call_walk_t* stack) {
+  bool recursive = false;
+  for (int32_t root = 0; root < module->function_count; ++root) {
+    if (depths[root] != 0) continue;
+    size_t top = 0;
+    stack[0] = (irp_call_walk_t){root, 1, 0};
+    depths[root] = IRP_ON_WALK;
+    for (;;) {
+      irp_call_walk_t* walk = &stack[top];
+      const irp_vm_function_t* function = &module->functions[walk->function];
+      uint32_t below = 0; /* the depth of a callee that is done */
+      if (walk->pc < function->bytecode_length) {
+        size_t pc = walk->pc;
+        walk->pc += irp_insn_size(function->bytecode, pc);
+        if (function->bytecode[pc] != IRP_OP_CALL) continue;
+        int32_t callee = irp_load_u16(function->bytecode + pc + 1);
+        if (depths[callee] == 0) {
+          depths[callee] = IRP_ON_WALK;
+          stack[++top] = (irp_call_walk_t){callee, 1, 0};
+          continue;
+        }
+        recursive |= depths[callee] == IRP_ON_WALK;
+        below = depths[callee] == IRP_ON_WALK ? 0 : depths[callee];
+      } else {
+        depths[walk->function] = walk->depth;
+        if (top == 0) break;
+        below = walk->depth;
+        walk = &stack[--top];
+      }
+      uint32_t through = below < IRP_MAX_CALL_DEPTH + 1u ? below + 1 : IRP_MAX_CALL_DEPTH + 1u;
+      if (through > walk->depth) walk->depth = through;
     }
   }
-  return changed;
+  return recursive;
 }
 
 irp_status_t irp_vm_compute_call_depth(const irp_allocator_t* allocator, const irp_vm_module_t* module,
                                        irp_diag_t* diag, uint32_t* out_depth) {
   *out_depth = 1;
-  if (module->function_count == 0) return IRP_OK;
+  size_t count = (size_t)module->function_count;
   uint32_t* depths = NULL;
-  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, (size_t)module->function_count, sizeof(uint32_t), 8, diag,
-                                          (void**)&depths));
-  for (int32_t f = 0; f < module->function_count; ++f) depths[f] = 1;
-  /* Depths only grow and are capped, so this ends within IRP_MAX_CALL_DEPTH + 1 rounds. */
-  for (int round = 0; round <= IRP_MAX_CALL_DEPTH && irp_relax_call_depths(module, depths); ++round) {
+  irp_call_walk_t* stack = NULL;
+  irp_status_t status = irp_allocate_zeroed(allocator, count, sizeof(uint32_t), 8, diag, (void**)&depths);
+  if (status == IRP_OK) status = irp_allocate_zeroed(allocator, count, sizeof(irp_call_walk_t), 8, diag, (void**)&stack);
+  if (status == IRP_OK && count > 0) {
+    bool recursive = irp_walk_calls(module, depths, stack);
+    for (size_t f = 0; f < count; ++f) {
+      if (depths[f] > *out_depth) *out_depth = depths[f];
+    }
+    if (recursive) {
+      *out_depth = IRP_MAX_CALL_DEPTH;
+    } else if (*out_depth > IRP_MAX_CALL_DEPTH) {
+      status = IRP_FAIL(diag, IRP_UNSUPPORTED, "module '%s': more than %d nested calls",
+                        module->name, IRP_MAX_CALL_DEPTH);
+    }
   }
-  for (int32_t f = 0; f < module->function_count; ++f) {
-    if (depths[f] > *out_depth) *out_depth = depths[f];
-  }
-  if (*out_depth > IRP_MAX_CALL_DEPTH) *out_depth = IRP_MAX_CALL_DEPTH;
+  irp_free(allocator, stack);
   irp_free(allocator, depths);
-  return IRP_OK;
+  return status;
 }

@@ -15,7 +15,8 @@ irp_status_t irp_vm_verify_function(const irp_allocator_t* allocator, const irp_
 
 /* After every function verified: how many register windows a call can need (module->call_depth):
  * the longest chain of `call`s plus one, or IRP_MAX_CALL_DEPTH when the call graph is recursive
- * or deeper than that (the interpreter then stops a call beyond the limit with an error). */
+ * (the interpreter then stops a call beyond the limit with an error). A module without recursion
+ * whose longest chain needs more than IRP_MAX_CALL_DEPTH windows is refused (IRP_UNSUPPORTED). */
 irp_status_t irp_vm_compute_call_depth(const irp_allocator_t* allocator, const irp_vm_module_t* module,
                                        irp_diag_t* diag, uint32_t* out_depth);
 

@@ -20,7 +20,6 @@ DYNAMIC_BUILDERS: dict[str, str] = {
     "pad": "pad:build",
     "bitcast": "bitcast:build",
     # -- linalg: entries below this line --
-    "matmul": "matmul:build",
     "reduce": "reduce:build",
     # -- window: entries below this line --
     "conv2d": "conv2d:build",

@@ -23,11 +23,6 @@ DYNAMIC_BUILDERS: dict[str, str] = {
     "reduce": "reduce:build",
     # -- window: entries below this line --
     "conv2d": "conv2d:build",
-    "maxpool": "pool:build",
-    "maxpool_index": "pool:build",
-    "avgpool": "pool:build",
-    "lppool": "pool:build",
-    "globalavgpool": "pool:build",
     "lstm": "recurrent:build",
     "gru": "recurrent:build",
     "rnn": "recurrent:build",

@@ -23,9 +23,6 @@ DYNAMIC_BUILDERS: dict[str, str] = {
     "reduce": "reduce:build",
     # -- window: entries below this line --
     "conv2d": "conv2d:build",
-    "lstm": "recurrent:build",
-    "gru": "recurrent:build",
-    "rnn": "recurrent:build",
     # -- rt_reduce: entries below this line --
     "reduce_rt": "reduce_rt:build",
     # -- rt_datadep: entries below this line --

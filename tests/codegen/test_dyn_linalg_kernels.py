@@ -1,5 +1,5 @@
 """Dynamic-dim matmul, softmax/logsoftmax/hardmax, reduce and lrn kernels
-(iree_py/codegen/llvm/dynamic/{matmul,reduce}.py, codegen/llvm/{softmax,lrn}.py): each spec has symbolic dims, is built
+(iree_py/codegen/llvm/dynamic/reduce.py, codegen/llvm/{matmul,softmax,lrn}.py): each spec has symbolic dims, is built
 once for the host, and runs through jit.py at several sizes (1 and 0 included) against numpy in
 float64. Tolerances: rtol 1e-5 and atol 1e-5 (matmul: atol 1e-5 × max(K, 1))."""
 from __future__ import annotations
@@ -82,6 +82,18 @@ def test_matmul_vector_operands():
         (y,) = lib.run(mv, [a, b], symbols={"m": m, "k": k})
         assert_near(y, a.astype(np.float64) @ b, f"matrix @ vector m={m} k={k}", atol=1e-5 * max(k, 1))
 
+
+
+def test_matmul_f64_symbolic_dims():
+    """f64 goes through the same builder: one scalar dot product per element, dims from push constants."""
+    f64 = lambda *shape: TensorType(DType.f64, tuple(shape))  # noqa: E731
+    spec = KernelSpec("dmm_f64", "matmul", (f64("b", "m", "k"), f64("k", "n")), (f64("b", "m", "n"),))
+    lib = build([spec])
+    rng = np.random.default_rng(3)
+    for bb, m, k, n in [(2, 3, 4, 5), (1, 0, 3, 2), (3, 7, 0, 2), (1, 1, 1, 1)]:
+        a, b = rng.standard_normal((bb, m, k)), rng.standard_normal((k, n))
+        (y,) = lib.run(spec, [a, b], symbols={"b": bb, "m": m, "k": k, "n": n})
+        assert_near(y, a @ b, f"f64 b={bb} m={m} k={k} n={n}")
 
 EPILOGUES = {
     "channel_bias_relu": ((f32("n"),), (EpilogueOp("Add", operand=2, operand_kind="channel"), EpilogueOp("Relu"))),

@@ -1,10 +1,14 @@
-"""The window iteration shared by the 2-D pooling kernels (pool.py: maxpool, avgpool, lppool;
-qpool.py: integer maxpool, qavgpool).
+"""The window iteration shared by the 2-D pooling kernels (pool.py: maxpool, maxpool_index,
+avgpool, lppool; qpool.py: integer maxpool, qavgpool).
 
 One workgroup per (n, c) plane of an NCHW tensor. For each output pixel the accumulator starts at
 `start`, every window tap inside the input (taps in the padding are skipped) folds in through
 `combine(acc, index)` (index: the tap's element index in X), and `finish(acc, at)` stores the
 result, `at` saying where the window is.
+
+The plane sizes are ints or, for symbolic dims (docs/dynamic_shapes.md §3), i64 values computed
+from the push constants; the window itself (kernel, strides, pads, dilations) is static. An int
+size folds to a constant, so a static spec compiles as it always did.
 """
 from __future__ import annotations
 
@@ -13,46 +17,71 @@ from typing import Callable
 
 from llvmlite import ir
 
+from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelSpec
-from iree_py.codegen.llvm.common import const_i64, entry_alloca, for_range, max_index, min_index
+from iree_py.codegen.llvm.common import as_index, const_i64, entry_alloca, for_range, max_index, min_index
+from iree_py.codegen.llvm.dims import DynamicKernel
 from iree_py.ir.opdef import pool_output_size
+from iree_py.ir.symbols import Expr, dim
+
+Size = int | ir.Value  # a plane size: known, or computed at run time
 
 
 def spec_ints(spec: KernelSpec, name: str, count: int, default: int) -> tuple[int, ...]:
-    values = tuple(int(v) for v in spec.attrs.get(name, (default,) * count))
+    raw = spec.attrs.get(name, (default,) * count)
+    if any(isinstance(v, Expr) for v in raw):
+        raise CompileError(f"{spec.kind} kernel {spec.name}: attribute {name} must be static ints, got {raw}")
+    values = tuple(int(v) for v in raw)
     if len(values) != count:
         raise ValueError(f"{spec.kind} kernel {spec.name}: attribute {name} needs {count} values, got {values}")
     return values
+
+
+def size_product(b: ir.IRBuilder, x: Size, y: Size) -> ir.Value:
+    """x * y: folded when both are known."""
+    if isinstance(x, int) and isinstance(y, int):
+        return const_i64(x * y)
+    return b.mul(as_index(x), as_index(y))
 
 
 @dataclass(frozen=True)
 class Window:
     """A 2-D pooling window over one [H, W] plane, with the [OH, OW] output it gives."""
 
-    h: int
-    w: int
-    oh: int
-    ow: int
+    h: Size
+    w: Size
+    oh: Size
+    ow: Size
     kernel: tuple[int, int]
     strides: tuple[int, int]
     pads: tuple[int, int, int, int]  # top, left, bottom, right
     dilations: tuple[int, int]
 
     @classmethod
-    def of(cls, spec: KernelSpec, dilated: bool) -> Window:
+    def of(cls, spec: KernelSpec, dilated: bool, dk: DynamicKernel | None = None) -> Window:
         """The window of a pooling spec (attrs kernel, strides, pads, ceil_mode and, when
-        `dilated`, dilations); checks the output shape against it."""
-        n, c, h, w = (int(d) for d in spec.inputs[0].shape)
+        `dilated`, dilations). Static H and W: the output shape is checked against it; symbolic
+        ones (lowered through `dk`): the output sizes are the spec's (its shape rule's)."""
+        n, c, h, w = (dim(d) for d in spec.inputs[0].shape)
         kernel = spec_ints(spec, "kernel", 2, 1)
         strides = spec_ints(spec, "strides", 2, 1)
         pads = spec_ints(spec, "pads", 4, 0)
         dilations = spec_ints(spec, "dilations", 2, 1) if dilated else (1, 1)
-        ceil_mode = int(spec.attrs.get("ceil_mode", 0))
-        oh = pool_output_size(h, kernel[0], strides[0], pads[0], pads[2], dilations[0], ceil_mode)
-        ow = pool_output_size(w, kernel[1], strides[1], pads[1], pads[3], dilations[1], ceil_mode)
-        if tuple(int(d) for d in spec.outputs[0].shape) != (n, c, oh, ow):
-            raise ValueError(f"{spec.kind} kernel {spec.name}: output {spec.outputs[0]} should be [{n}, {c}, {oh}, {ow}]")
-        return cls(h, w, oh, ow, kernel, strides, pads, dilations)
+        if isinstance(h, int) and isinstance(w, int):
+            ceil_mode = int(spec.attrs.get("ceil_mode", 0))
+            oh = pool_output_size(h, kernel[0], strides[0], pads[0], pads[2], dilations[0], ceil_mode)
+            ow = pool_output_size(w, kernel[1], strides[1], pads[1], pads[3], dilations[1], ceil_mode)
+            if tuple(dim(d) for d in spec.outputs[0].shape) != (n, c, oh, ow):
+                raise ValueError(f"{spec.kind} kernel {spec.name}: output {spec.outputs[0]} should be "
+                                 f"[{n}, {c}, {oh}, {ow}]")
+            return cls(h, w, oh, ow, kernel, strides, pads, dilations)
+        if dk is None:
+            raise CompileError(f"{spec.kind} kernel {spec.name}: needs static H and W, got {spec.inputs[0]}")
+        if min(*kernel, *strides, *dilations) < 1 or min(pads) < 0:
+            raise ValueError(f"{spec.kind} kernel {spec.name}: kernel, strides, dilations must be >= 1 and "
+                             f"pads >= 0, got {kernel}, {strides}, {dilations}, {pads}")
+        _, _, oh, ow = spec.outputs[0].shape
+        return cls(*(dk.index(d) for d in (h, w, oh, ow)), kernel, strides, pads, dilations)
 
 
 @dataclass(frozen=True)
@@ -71,8 +100,8 @@ def for_each_window(b: ir.IRBuilder, plane: ir.Value, win: Window, start: ir.Val
     """Emit the loops over output pixels and window taps of plane `plane` (an i64 index)."""
     (kh, kw), (sh, sw), (dh, dw) = win.kernel, win.strides, win.dilations
     pt, pl = win.pads[0], win.pads[1]
-    src_base = b.mul(plane, const_i64(win.h * win.w))
-    dst_base = b.mul(plane, const_i64(win.oh * win.ow))
+    src_base = b.mul(plane, size_product(b, win.h, win.w))
+    dst_base = b.mul(plane, size_product(b, win.oh, win.ow))
     acc = entry_alloca(b, start.type)
     with for_range(b, 0, win.oh, name="oh") as y:
         hs = b.sub(b.mul(y, const_i64(sh)), const_i64(pt))
@@ -81,20 +110,22 @@ def for_each_window(b: ir.IRBuilder, plane: ir.Value, win: Window, start: ir.Val
             b.store(start, acc)
             with for_range(b, 0, kh, name="kh") as i:
                 hh = b.add(hs, b.mul(i, const_i64(dh)))
-                with b.if_then(b.icmp_unsigned("<", hh, const_i64(win.h))):
+                with b.if_then(b.icmp_unsigned("<", hh, as_index(win.h))):  # unsigned: negative rows too
                     with for_range(b, 0, kw, name="kw") as j:
                         ww = b.add(ws, b.mul(j, const_i64(dw)))
-                        with b.if_then(b.icmp_unsigned("<", ww, const_i64(win.w))):
-                            index = b.add(src_base, b.add(b.mul(hh, const_i64(win.w)), ww))
+                        with b.if_then(b.icmp_unsigned("<", ww, as_index(win.w))):
+                            index = b.add(src_base, b.add(b.mul(hh, as_index(win.w)), ww))
                             b.store(combine(b.load(acc), index), acc)
-            finish(b.load(acc), WindowAt(b.add(dst_base, b.add(b.mul(y, const_i64(win.ow)), x)), hs, ws))
+            finish(b.load(acc), WindowAt(b.add(dst_base, b.add(b.mul(y, as_index(win.ow)), x)), hs, ws))
 
 
 def window_count(b: ir.IRBuilder, win: Window, at: WindowAt, include_pad: int) -> ir.Value:
     """Elements an average divides by (i64): the window's taps inside the padded input
     (count_include_pad=1; the ceil_mode overhang does not count) or inside the input itself."""
     if include_pad:
-        low, high = (-win.pads[0], -win.pads[1]), (win.h + win.pads[2], win.w + win.pads[3])
+        low = (-win.pads[0], -win.pads[1])
+        high = tuple(size + pad if isinstance(size, int) else b.add(size, const_i64(pad))
+                     for size, pad in ((win.h, win.pads[2]), (win.w, win.pads[3])))
     else:
         low, high = (0, 0), (win.h, win.w)
     rows = _taps_inside(b, at.top, win.kernel[0], win.dilations[0], low[0], high[0])
@@ -102,14 +133,14 @@ def window_count(b: ir.IRBuilder, win: Window, at: WindowAt, include_pad: int) -
     return b.mul(rows, cols)
 
 
-def _taps_inside(b: ir.IRBuilder, start: ir.Value, kernel: int, dilation: int, low: int, high: int) -> ir.Value:
+def _taps_inside(b: ir.IRBuilder, start: ir.Value, kernel: int, dilation: int, low: Size, high: Size) -> ir.Value:
     """How many of the taps start + i * dilation (0 <= i < kernel) lie in [low, high): from
     ceil((low - start) / dilation) to ceil((high - start) / dilation), clipped to [0, kernel]. The
     numerators are clamped at 0 first, so the (truncating) division only sees non-negative values."""
     zero, d = const_i64(0), const_i64(dilation)
 
-    def ceil_taps(bound: int) -> ir.Value:
-        gap = max_index(b, b.sub(const_i64(bound), start), zero)
+    def ceil_taps(bound: Size) -> ir.Value:
+        gap = max_index(b, b.sub(as_index(bound), start), zero)
         return b.sdiv(b.add(gap, const_i64(dilation - 1)), d)
     first = ceil_taps(low)
     end = min_index(b, ceil_taps(high), const_i64(kernel))

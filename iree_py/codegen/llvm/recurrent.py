@@ -3,8 +3,14 @@
 Bindings: X [seq, batch, input], W [dirs, G*H, input], R [dirs, G*H, H], B [dirs, 2*G*H],
 sequence_lens i32 [batch], initial_h [dirs, batch, H] (lstm: initial_c, P [dirs, 3H]), then the
 one output attrs["result"] names: Y [seq, dirs, batch, H], Y_h or Y_c [dirs, batch, H].
-Semantics: iree_py/ir/reference_recurrent.py. One workgroup per direction; each direction's code
-is emitted separately, so its activations and step order are constants.
+Semantics: iree_py/ir/reference_recurrent.py. Each direction's code is emitted separately, so its
+activations and step order are constants.
+
+seq and batch are ints or Exprs (docs/dynamic_shapes.md §3); input size, hidden size and the weights
+are static. A static batch: one workgroup per direction runs the whole batch, its state batch x H
+floats of stack scratch. A symbolic batch: the grid is (direction, batch entry), since entries never
+interact, and each workgroup's state is H floats whatever the batch; an empty batch is an empty
+grid. A seq of 0 runs no step (Y_h, Y_c: the initial state).
 
 Per time step and batch entry, each hidden unit j computes its gates' pre-activations as dot
 products (x_t . W row + h . R row, vectorized with the target's f32 lanes) plus both biases, then
@@ -19,10 +25,12 @@ from typing import Callable
 
 from llvmlite import ir
 
+from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import (F32, I32, I64, KernelBuilder, begin_kernel, const_f32, const_i32, const_i64,
-                                         element_ptr, entry_alloca, float_vector, for_range, horizontal, lanes_f32,
-                                         load_f32, static_shape, store_f32, vector_split)
+from iree_py.codegen.llvm.common import (F32, I32, I64, as_index, const_f32, const_i32, const_i64, element_ptr,
+                                         entry_alloca, float_vector, for_range, horizontal, lanes_f32, load_f32,
+                                         store_f32, vector_split)
+from iree_py.codegen.llvm.dims import DynamicKernel, begin_dynamic_kernel
 from iree_py.codegen.llvm.math import emit_unary
 from iree_py.codegen.llvm.math_core import emit_tanh, fmax, fmin
 from iree_py.ir.ops_recurrent import FUNCTIONS_PER_DIRECTION, GATES, num_directions
@@ -53,26 +61,34 @@ def _scratch(b: ir.IRBuilder, count: int, name: str) -> ir.Value:
 
 
 class _Layer:
-    """The static sizes, bindings and scratch of one kernel, and the emitters its loops share."""
+    """The sizes, bindings and scratch of one kernel, and the emitters its loops share. seq and batch
+    are ints or i64 values; `entries` is how many batch entries one workgroup runs (and keeps the
+    state of): the batch when it is static, else 1."""
 
-    def __init__(self, spec: KernelSpec, op: str, kb: KernelBuilder) -> None:
-        self.spec, self.op, self.kb, self.b = spec, op, kb, kb.builder
-        self.seq, self.batch, self.size = static_shape(spec.inputs[0], spec.name)
+    def __init__(self, spec: KernelSpec, op: str, dk: DynamicKernel) -> None:
+        self.spec, self.op, self.b = spec, op, dk.builder
+        seq, batch, size = spec.inputs[0].shape
+        self.seq, self.batch, self.size = dk.index(seq), dk.index(batch), int(size)
+        self.entries = self.batch if isinstance(self.batch, int) else 1
         self.dirs = num_directions(spec.attrs["direction"])
         self.hidden = int(spec.attrs["hidden_size"])
         self.rows = GATES[op] * self.hidden
-        self.lanes = lanes_f32(kb.target)
+        self.lanes = lanes_f32(dk.kb.target)
         clip = float(spec.attrs["clip"])
         self.clip = clip if math.isfinite(clip) else None
         names = ("x", "w", "r", "bias", "lens", "h0", "c0", "peep") if op == "LSTM" else ("x", "w", "r", "bias",
                                                                                           "lens", "h0")
-        self.ptr = {name: kb.binding(i) for i, name in enumerate(names)}
-        self.ptr["out"] = kb.binding(len(names))
-        state = self.batch * self.hidden
+        self.ptr = {name: dk.binding(i) for i, name in enumerate(names)}
+        self.ptr["out"] = dk.binding(len(names))
+        state = self.entries * self.hidden
         self.h = _scratch(self.b, state, "h")
         self.c = _scratch(self.b, state, "c") if op == "LSTM" else None
         self.h_new = _scratch(self.b, self.hidden, "h_new")
         self.gate = _scratch(self.b, self.hidden, "gate") if op == "GRU" else None
+
+    def state_offset(self, bi: ir.Value) -> ir.Value:
+        """Where batch entry bi's state starts in the scratch."""
+        return self.b.mul(bi, const_i64(self.hidden)) if isinstance(self.batch, int) else const_i64(0)
 
     # --- arithmetic ------------------------------------------------------------------------------
     def dot(self, a: ir.Value, a_off: ir.Value, w: ir.Value, w_off: ir.Value, n: int) -> ir.Value:
@@ -101,7 +117,7 @@ class _Layer:
     def input_part(self, d: int, t: ir.Value, bi: ir.Value, row: ir.Value) -> ir.Value:
         """x_t[b] . W[d, row] + Wb[d, row]."""
         b = self.b
-        x_off = b.mul(b.add(b.mul(t, const_i64(self.batch)), bi), const_i64(self.size))
+        x_off = b.mul(b.add(b.mul(t, as_index(self.batch)), bi), const_i64(self.size))
         w_off = b.mul(b.add(const_i64(d * self.rows), row), const_i64(self.size))
         wb = load_f32(b, self.ptr["bias"], b.add(const_i64(d * 2 * self.rows), row))
         return b.fadd(self.dot(self.ptr["x"], x_off, self.ptr["w"], w_off, self.size), wb)
@@ -117,13 +133,13 @@ class _Layer:
         """Gate `gate`'s pre-activation for unit j: x_t W^T + h R^T + both biases."""
         b = self.b
         row = b.add(const_i64(gate * self.hidden), j)
-        h_off = b.mul(bi, const_i64(self.hidden))
+        h_off = self.state_offset(bi)
         return b.fadd(self.input_part(d, t, bi, row), self.recurrent_part(d, self.h, h_off, row))
 
     # --- one step of one batch entry: writes h_new[j] for every unit (and c for LSTM) -------------
     def step(self, d: int, t: ir.Value, bi: ir.Value, fns: list[Activation]) -> None:
         b = self.b
-        h_off = b.mul(bi, const_i64(self.hidden))
+        h_off = self.state_offset(bi)
         if self.op == "RNN":
             with for_range(b, 0, self.hidden, name="j") as j:
                 store_f32(b, fns[0](b, self.clipped(self.pre(d, t, bi, 0, j))), self.h_new, j)
@@ -176,7 +192,9 @@ class _Layer:
             store_f32(b, b.fmul(o, h(b, c_new)), self.h_new, j)
 
     # --- the whole direction ---------------------------------------------------------------------
-    def direction(self, d: int) -> None:
+    def direction(self, d: int, entry: ir.Value | None) -> None:
+        """Every time step of direction d: of the whole batch (a static batch, entry None) or of
+        batch entry `entry`."""
         b, hidden, batch = self.b, self.hidden, self.batch
         backward = self.spec.attrs["direction"] == "reverse" or d == 1
         per = FUNCTIONS_PER_DIRECTION[self.op]
@@ -184,34 +202,49 @@ class _Layer:
         fns = [_activation(attrs["activations"][k], float(attrs["activation_alpha"][k]),
                            float(attrs["activation_beta"][k])) for k in range(d * per, (d + 1) * per)]
         result, out = attrs["result"], self.ptr["out"]
-        state_base = const_i64(d * batch * hidden)
-        with for_range(b, 0, batch * hidden, name="init") as k:
+        if entry is None:
+            state_base = const_i64(d * batch * hidden)
+        else:  # [d, entry, 0]
+            state_base = b.mul(b.add(b.mul(const_i64(d), as_index(batch)), entry), const_i64(hidden))
+        with for_range(b, 0, self.entries * hidden, name="init") as k:
             at = b.add(state_base, k)
             store_f32(b, load_f32(b, self.ptr["h0"], at), self.h, k)
             if self.c is not None:
                 store_f32(b, load_f32(b, self.ptr["c0"], at), self.c, k)
-        with for_range(b, 0, self.seq, name="s") as s:
-            t = b.sub(const_i64(self.seq - 1), s) if backward else s
-            with for_range(b, 0, batch, name="bi") as bi:
-                length = b.sext(b.load(element_ptr(b, self.ptr["lens"], bi, I32), typ=I32, align=4), I64)
-                y_off = b.mul(b.add(b.mul(b.add(b.mul(t, const_i64(self.dirs)), const_i64(d)), const_i64(batch)), bi),
-                              const_i64(hidden))
-                h_off = b.mul(bi, const_i64(hidden))
-                with b.if_else(b.icmp_signed("<", t, length)) as (active, inactive):
-                    with active:
-                        self.step(d, t, bi, fns)
-                        with for_range(b, 0, hidden, name="j") as j:
-                            value = load_f32(b, self.h_new, j)
-                            store_f32(b, value, self.h, b.add(h_off, j))
-                            if result == "Y":
-                                store_f32(b, value, out, b.add(y_off, j))
-                    with inactive:
+
+        def one_entry(t: ir.Value, bi: ir.Value) -> None:
+            length = b.sext(b.load(element_ptr(b, self.ptr["lens"], bi, I32), typ=I32, align=4), I64)
+            y_off = b.mul(b.add(b.mul(b.add(b.mul(t, const_i64(self.dirs)), const_i64(d)), as_index(batch)), bi),
+                          const_i64(hidden))
+            h_off = self.state_offset(bi)
+            with b.if_else(b.icmp_signed("<", t, length)) as (active, inactive):
+                with active:
+                    self.step(d, t, bi, fns)
+                    with for_range(b, 0, hidden, name="j") as j:
+                        value = load_f32(b, self.h_new, j)
+                        store_f32(b, value, self.h, b.add(h_off, j))
                         if result == "Y":
-                            with for_range(b, 0, hidden, name="j") as j:
-                                store_f32(b, const_f32(0.0), out, b.add(y_off, j))
+                            store_f32(b, value, out, b.add(y_off, j))
+                with inactive:
+                    if result == "Y":
+                        with for_range(b, 0, hidden, name="j") as j:
+                            store_f32(b, const_f32(0.0), out, b.add(y_off, j))
+
+        with for_range(b, 0, self.seq, name="s") as s:
+            if not backward:
+                t = s
+            elif isinstance(self.seq, int):
+                t = b.sub(const_i64(self.seq - 1), s)
+            else:
+                t = b.sub(b.sub(self.seq, const_i64(1)), s)
+            if entry is None:
+                with for_range(b, 0, batch, name="bi") as bi:
+                    one_entry(t, bi)
+            else:
+                one_entry(t, entry)
         if result != "Y":
             final = self.h if result == "Y_h" else self.c
-            with for_range(b, 0, batch * hidden, name="fin") as k:
+            with for_range(b, 0, self.entries * hidden, name="fin") as k:
                 store_f32(b, load_f32(b, final, k), out, b.add(state_base, k))
 
 
@@ -224,26 +257,35 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
     if len(spec.inputs) != want_inputs or len(spec.outputs) != 1:
         raise ValueError(f"{what}: expects {want_inputs} inputs and 1 output, got {len(spec.inputs)} and "
                          f"{len(spec.outputs)}")
-    if spec.inputs[0].dtype != DType.f32 or spec.inputs[4].dtype != DType.i32 or spec.outputs[0].dtype != DType.f32:
-        raise ValueError(f"{what}: wants f32 X and output and i32 sequence_lens, got {spec.inputs[0]}, "
+    x = spec.inputs[0]
+    if x.dtype != DType.f32 or spec.inputs[4].dtype != DType.i32 or spec.outputs[0].dtype != DType.f32:
+        raise ValueError(f"{what}: wants f32 X and output and i32 sequence_lens, got {x}, "
                          f"{spec.inputs[4]} -> {spec.outputs[0]}")
-    seq, batch, _ = static_shape(spec.inputs[0], what)
+    if x.rank != 3 or not isinstance(x.shape[2], int):
+        raise CompileError(f"{what}: X must be [seq, batch, input] with a static input size, got {x}")
+    for i in (1, 2, 3) + ((7,) if op == "LSTM" else ()):
+        if not spec.inputs[i].is_static:
+            raise CompileError(f"{what}: input {i} (weights, biases, peepholes) must be static, got {spec.inputs[i]}")
+    if spec.attrs["result"] not in ("Y", "Y_h") + (("Y_c",) if op == "LSTM" else ()):
+        raise ValueError(f"{what}: result {spec.attrs['result']!r} is not an output of {op}")
+    batch = x.shape[1]
+    entries = batch if isinstance(batch, int) else 1
     hidden = int(spec.attrs["hidden_size"])
-    if (2 * batch + 2) * hidden > MAX_SCRATCH_FLOATS:
-        raise ValueError(f"{what}: batch {batch} x hidden {hidden} needs more stack scratch than "
+    if (2 * entries + 2) * hidden > MAX_SCRATCH_FLOATS:
+        raise ValueError(f"{what}: batch {entries} x hidden {hidden} needs more stack scratch than "
                          f"{MAX_SCRATCH_FLOATS} floats")
     dirs = num_directions(spec.attrs["direction"])
-    kb = begin_kernel(module, spec.name, target)
-    layer = _Layer(spec, op, kb)
-    b = kb.builder
+    dk = begin_dynamic_kernel(module, spec, target)
+    layer = _Layer(spec, op, dk)
+    b = dk.builder
+    entry = None if isinstance(batch, int) else dk.workgroup_id_index(1)
     if dirs == 1:
-        layer.direction(0)
+        layer.direction(0, entry)
     else:
-        with b.if_else(b.icmp_unsigned("==", kb.workgroup_id(0), const_i32(0))) as (first, second):
+        with b.if_else(b.icmp_unsigned("==", dk.kb.workgroup_id(0), const_i32(0))) as (first, second):
             with first:
-                layer.direction(0)
+                layer.direction(0, entry)
             with second:
-                layer.direction(1)
-    kb.finish()
-    return KernelInfo(spec.name, (dirs, 1, 1), (),
-                      tuple(t.num_bytes for t in (*spec.inputs, *spec.outputs)))
+                layer.direction(1, entry)
+    dk.finish()
+    return dk.info(workgroup_count=(dirs, 1 if isinstance(batch, int) else batch, 1))

@@ -20,18 +20,9 @@ DYNAMIC_BUILDERS: dict[str, str] = {
     "pad": "pad:build",
     "bitcast": "bitcast:build",
     # -- linalg: entries below this line --
-    "matmul": "matmul:build",
     "reduce": "reduce:build",
     # -- window: entries below this line --
     "conv2d": "conv2d:build",
-    "maxpool": "pool:build",
-    "maxpool_index": "pool:build",
-    "avgpool": "pool:build",
-    "lppool": "pool:build",
-    "globalavgpool": "pool:build",
-    "lstm": "recurrent:build",
-    "gru": "recurrent:build",
-    "rnn": "recurrent:build",
     # -- rt_reduce: entries below this line --
     "reduce_rt": "reduce_rt:build",
     # -- rt_datadep: entries below this line --

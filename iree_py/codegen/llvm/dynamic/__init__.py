@@ -13,12 +13,8 @@ from iree_py.codegen.llvm.dims import is_dynamic, kernel_symbols  # noqa: F401 (
 # kind -> "module:function" under iree_py.codegen.llvm.dynamic; imported when first used.
 DYNAMIC_BUILDERS: dict[str, str] = {
     # -- copy: entries below this line --
-    "transpose": "transpose:build",
-    "slice": "slice:build",
-    "expand": "expand:build",
     "concat": "concat:build",
     "pad": "pad:build",
-    "bitcast": "bitcast:build",
     # -- linalg: entries below this line --
     "matmul": "matmul:build",
     "reduce": "reduce:build",

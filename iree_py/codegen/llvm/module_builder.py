@@ -101,9 +101,9 @@ KERNEL_BUILDERS: dict[str, str] = {
 
 # Kinds whose one builder (above) takes dims that are ints or Exprs (docs/dynamic_shapes.md): a spec
 # with symbolic dims goes there too, not to the DYNAMIC_BUILDERS twins.
-INT_OR_EXPR_DIM_KINDS = frozenset({"argmax", "argmin", "bitcast", "conv_transpose", "cumprod", "cumsum", "elementwise",
-                                   "expand", "gather", "gather_elements", "hardmax", "logsoftmax", "lrn", "qconv",
-                                   "qconv_dot", "qlstm", "qmatmul", "slice", "softmax", "transpose"})
+INT_OR_EXPR_DIM_KINDS = frozenset({"argmax", "argmin", "bitcast", "concat", "conv_transpose", "cumprod", "cumsum",
+                                   "elementwise", "expand", "gather", "gather_elements", "hardmax", "logsoftmax", "lrn",
+                                   "qconv", "qconv_dot", "qlstm", "qmatmul", "slice", "softmax", "transpose"})
 
 
 def kernel_builder(spec: KernelSpec) -> Builder:

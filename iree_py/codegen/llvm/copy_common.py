@@ -100,14 +100,6 @@ def require_same_dims(dk: DynamicKernel, pairs: list[tuple[Dim, Dim, str]], what
         fail_unless(dk, ok, "dims")
 
 
-def row_major_strides(b: ir.IRBuilder, dims: list[ir.Value]) -> list[ir.Value]:
-    """Run-time row-major element strides of a tensor with `dims`."""
-    strides: list[ir.Value] = [const_i64(1)] * len(dims)
-    for axis in range(len(dims) - 2, -1, -1):
-        strides[axis] = b.mul(strides[axis + 1], dims[axis + 1])
-    return strides
-
-
 def emit_contiguous_copy(b: ir.IRBuilder, dst: ir.Value, dst_off: ir.Value, src: ir.Value, src_off: ir.Value,
                          count: int | ir.Value, elem: ir.IntType, lanes: int) -> None:
     """dst[dst_off : dst_off + count] = src[src_off : src_off + count] (element offsets). A known

@@ -103,7 +103,7 @@ KERNEL_BUILDERS: dict[str, str] = {
 # with symbolic dims goes there too, not to the DYNAMIC_BUILDERS twins.
 INT_OR_EXPR_DIM_KINDS = frozenset({"argmax", "argmin", "bitcast", "concat", "conv_transpose", "cumprod", "cumsum",
                                    "elementwise", "expand", "gather", "gather_elements", "hardmax", "logsoftmax", "lrn",
-                                   "qconv", "qconv_dot", "qlstm", "qmatmul", "slice", "softmax", "transpose"})
+                                   "pad", "qconv", "qconv_dot", "qlstm", "qmatmul", "slice", "softmax", "transpose"})
 
 
 def kernel_builder(spec: KernelSpec) -> Builder:

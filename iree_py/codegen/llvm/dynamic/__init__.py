@@ -13,7 +13,6 @@ from iree_py.codegen.llvm.dims import is_dynamic, kernel_symbols  # noqa: F401 (
 # kind -> "module:function" under iree_py.codegen.llvm.dynamic; imported when first used.
 DYNAMIC_BUILDERS: dict[str, str] = {
     # -- copy: entries below this line --
-    "pad": "pad:build",
     # -- linalg: entries below this line --
     "matmul": "matmul:build",
     "reduce": "reduce:build",

@@ -33,7 +33,7 @@ KERNEL_KINDS: dict[str, str] = {
     # --- reductions and selections
     "reduce": "attrs kind (sum mean max min prod l1 l2 logsum logsumexp sumsquare), axes (sorted, >= 0, one "
               "contiguous run once size-1 dims are dropped), keepdims (0/1)",
-    "reduce_rt": "X f32 (any rank), mask i64[rank] (1 = reduced, known at run time) -> Y f32 over the kept axes; "
+    "reduce_rt": "X f32 or f64 (any rank), mask i64[rank] (1 = reduced, known at run time) -> Y over the kept axes; "
                  "attrs kind (as reduce), keepdims",
     "argmax": "f32 in, i64 out; attrs axis, select_last_index (ties: the first index, or the last)",
     "argmin": "as argmax, for the minimum",

@@ -18,7 +18,8 @@ from llvmlite import ir
 
 from iree_py.codegen.kernel_abi import STATUS_DISPATCH_REFUSED
 from iree_py.codegen.llvm.common import (ALIGN, I1, I32, I64, PTR, const_i32, const_i64, element_ptr, for_range,
-                                         lanes_f32, min_index, return_unless, splat_value, vector_split)
+                                         has_vectors, lanes_f32, min_index, return_unless, splat_value, vector_end,
+                                         vector_split)
 from iree_py.codegen.llvm.dynamic.common import DynamicKernel
 from iree_py.codegen.llvm.shapes import Stride, collapse_dims, row_major, stride_value
 from iree_py.ir.dim_checks import product
@@ -137,14 +138,9 @@ def gather_run(b: ir.IRBuilder, dst: ir.Value, dst_off: ir.Value, src: ir.Value,
     gathers of `lanes` 4-byte elements (LLVM forms gathers itself only for a known step), then a
     scalar tail."""
     lanes = lanes if elem.width == 32 else 1
-    if isinstance(count, int):
-        vec_count: int | ir.Value = vector_split(count, lanes)[0]
-        vectors = bool(vec_count)
-    else:
-        vectors = lanes > 1
-        vec_count = b.mul(b.udiv(count, const_i64(lanes)), const_i64(lanes)) if vectors else const_i64(0)
+    vec_count = vector_end(b, count, lanes)
     align = min(ALIGN, elem.width // 8)
-    if vectors:
+    if has_vectors(vec_count, lanes):
         vty, ity = ir.VectorType(elem, lanes), ir.VectorType(I64, lanes)
         pty = ir.VectorType(PTR, lanes)
         name = f"llvm.masked.gather.v{lanes}i{elem.width}.v{lanes}p0"

@@ -12,7 +12,7 @@ from llvmlite import ir
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import begin_kernel, const_i64, entry_alloca, for_range
 from iree_py.codegen.llvm.matmul import _batch_offsets, matmul_shape
-from iree_py.codegen.llvm.reduce_f64 import F64, d, load_f64, store_f64
+from iree_py.codegen.llvm.typed_values import F64, const, load_typed, store_typed
 from iree_py.targets import Target
 from iree_py.ir.types import DType
 
@@ -36,12 +36,12 @@ def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
     out_row = b.add(out_off, b.mul(row, const_i64(n)))
     acc = entry_alloca(b, F64)
     with for_range(b, 0, n, name="n") as col:
-        b.store(d(0.0), acc)
+        b.store(const(0.0, F64), acc)
         with for_range(b, 0, k, name="k") as j:
-            x = load_f64(b, a_ptr, b.add(a_row, j))
-            y = load_f64(b, b_ptr, b.add(b.add(b_off, b.mul(j, const_i64(n))), col))
+            x = load_typed(b, DType.f64, a_ptr, b.add(a_row, j))
+            y = load_typed(b, DType.f64, b_ptr, b.add(b.add(b_off, b.mul(j, const_i64(n))), col))
             b.store(b.fadd(b.load(acc), b.fmul(x, y)), acc)
-        store_f64(b, b.load(acc), out, b.add(out_row, col))
+        store_typed(b, DType.f64, b.load(acc), out, b.add(out_row, col))
     kb.finish()
     lengths = tuple(t.num_bytes for t in spec.inputs) + (spec.outputs[0].num_bytes,)
     return KernelInfo(spec.name, (1, m, shape.batch_count), (), lengths)

@@ -35,7 +35,7 @@ KERNEL_BUILDERS: dict[str, str] = {
     "softmax": "softmax:build",
     "logsoftmax": "softmax:build_logsoftmax",
     "hardmax": "softmax:build_hardmax",
-    "reduce": "reduce_kernel:build",
+    "reduce": "reduce:build",
     "lrn": "lrn:build",
     "transpose": "transpose:build",
     "slice": "slice:build",
@@ -103,7 +103,8 @@ KERNEL_BUILDERS: dict[str, str] = {
 # with symbolic dims goes there too, not to the DYNAMIC_BUILDERS twins.
 INT_OR_EXPR_DIM_KINDS = frozenset({"argmax", "argmin", "bitcast", "concat", "conv_transpose", "cumprod", "cumsum",
                                    "elementwise", "expand", "gather", "gather_elements", "hardmax", "logsoftmax", "lrn",
-                                   "pad", "qconv", "qconv_dot", "qlstm", "qmatmul", "slice", "softmax", "transpose"})
+                                   "pad", "qconv", "qconv_dot", "qlstm", "qmatmul", "reduce", "slice", "softmax",
+                                   "transpose"})
 
 
 def kernel_builder(spec: KernelSpec) -> Builder:

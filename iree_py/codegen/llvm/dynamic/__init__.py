@@ -15,7 +15,6 @@ DYNAMIC_BUILDERS: dict[str, str] = {
     # -- copy: entries below this line --
     # -- linalg: entries below this line --
     "matmul": "matmul:build",
-    "reduce": "reduce:build",
     # -- window: entries below this line --
     "conv2d": "conv2d:build",
     "maxpool": "pool:build",

@@ -37,8 +37,8 @@ KERNEL_KINDS: dict[str, str] = {
                  "attrs kind (as reduce), keepdims",
     "argmax": "f32 in, i64 out; attrs axis, select_last_index (ties: the first index, or the last)",
     "argmin": "as argmax, for the minimum",
-    "topk": "f32 in; attrs axis, k, largest, result (\"values\": f32 out, \"indices\": i64 out); sorted, ties: "
-            "the lower index first",
+    "topk": "f32, f64 or integers in; attrs axis, k, largest, result (\"values\": the input's dtype out, "
+            "\"indices\": i64 out); sorted, ties: the lower index first",
     # --- data movement
     "transpose": "any dtype; attrs perm",
     "slice": "any dtype; attrs starts, ends, steps per axis (normalized: >= 0, within the dims)",

@@ -104,7 +104,7 @@ KERNEL_BUILDERS: dict[str, str] = {
 INT_OR_EXPR_DIM_KINDS = frozenset({"argmax", "argmin", "bitcast", "concat", "conv_transpose", "cumprod", "cumsum",
                                    "elementwise", "expand", "gather", "gather_elements", "hardmax", "logsoftmax", "lrn",
                                    "pad", "qconv", "qconv_dot", "qlstm", "qmatmul", "reduce", "slice", "softmax",
-                                   "transpose"})
+                                   "topk", "transpose"})
 
 
 def kernel_builder(spec: KernelSpec) -> Builder:

@@ -28,7 +28,6 @@ DYNAMIC_BUILDERS: dict[str, str] = {
     # -- rt_reduce: entries below this line --
     "reduce_rt": "reduce_rt:build",
     # -- rt_datadep: entries below this line --
-    "topk": "topk:build",
     "nonzero_count": "datadep:build_nonzero_count",
     "nonzero": "datadep:build_nonzero",
     "unique_count": "datadep:build_unique_count",

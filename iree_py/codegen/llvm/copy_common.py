@@ -17,9 +17,9 @@ from typing import Any, Sequence
 from llvmlite import ir
 
 from iree_py.codegen.kernel_abi import STATUS_DISPATCH_REFUSED
-from iree_py.codegen.llvm.common import (ALIGN, I1, I32, I64, PTR, const_i32, const_i64, element_ptr, for_range,
-                                         has_vectors, lanes_f32, min_index, return_unless, splat_value, vector_end,
-                                         vector_split)
+from iree_py.codegen.llvm.common import (ALIGN, I1, I32, I64, PTR, const_i32, const_i64, element_ptr, entry_alloca,
+                                         for_range, has_vectors, lanes_f32, min_index, return_unless, splat_value,
+                                         vector_end, vector_split)
 from iree_py.codegen.llvm.dynamic.common import DynamicKernel
 from iree_py.codegen.llvm.shapes import Stride, collapse_dims, row_major, stride_value
 from iree_py.ir.dim_checks import product
@@ -174,7 +174,12 @@ def strided_gather(dk: DynamicKernel, target: Target, out_shape: Sequence[Dim], 
     the output walked row-major (strides may be negative, Exprs, or a RuntimeBroadcast the kernel
     resolves: 0 where the dim is 1 at run time). Dims that stay adjacent are merged
     (collapse_dims); the innermost run is a vector copy when its source stride is 1. Workgroups
-    split the rows; returns the grid (the caller's KernelInfo)."""
+    split the rows; returns the grid (the caller's KernelInfo).
+
+    A row's source offset comes from its coordinates, divided out of the row index: by constants
+    when the row dims are known. When one that is divided is symbolic, a division per row would cost
+    more than a short copy, so the kernel steps the innermost row coordinate and the offset from row
+    to row and divides only where that coordinate wraps."""
     shape, (_, strides) = collapse_dims(tuple(out_shape), [row_major(tuple(out_shape)), tuple(src_strides)])
     row_shape, cols = shape[:-1], shape[-1]
     grid = row_grid(product(row_shape), cols)
@@ -186,14 +191,35 @@ def strided_gather(dk: DynamicKernel, target: Target, out_shape: Sequence[Dim], 
     stride_v = [stride_value(dk, s) for s in strides]
     base = src_base if isinstance(src_base, ir.Value) else dk.dim(src_base)
     cols_v = dk.dim(cols)
-    start, stop = group_rows(dk, grid)
-    with for_range(b, start, stop, name="row") as row:
+
+    def source_offset(row: ir.Value) -> ir.Value:
         src_off = base
         rest = row
         for axis in range(len(row_shape) - 1, -1, -1):
             idx = b.urem(rest, row_dims[axis]) if axis > 0 else rest
             rest = b.udiv(rest, row_dims[axis]) if axis > 0 else rest
             src_off = b.add(src_off, b.mul(idx, stride_v[axis]))
+        return src_off
+
+    stepped = any(not isinstance(n, int) for n in row_shape[1:])
+    if stepped:  # (innermost row coordinate, source offset) of the previous row; the first row wraps
+        last_slot, offset_slot = entry_alloca(b, I64, "row_last"), entry_alloca(b, I64, "row_offset")
+        b.store(b.sub(row_dims[-1], const_i64(1)), last_slot)
+        b.store(base, offset_slot)
+    start, stop = group_rows(dk, grid)
+    with for_range(b, start, stop, name="row") as row:
+        if stepped:
+            last = b.add(b.load(last_slot), const_i64(1))
+            with b.if_else(b.icmp_signed("<", last, row_dims[-1])) as (step, wrap):
+                with step:
+                    b.store(last, last_slot)
+                    b.store(b.add(b.load(offset_slot), stride_v[len(row_shape) - 1]), offset_slot)
+                with wrap:
+                    b.store(b.urem(row, row_dims[-1]), last_slot)
+                    b.store(source_offset(row), offset_slot)
+            src_off = b.load(offset_slot)
+        else:
+            src_off = source_offset(row)
         dst_off = b.mul(row, cols_v)  # the output is walked row-major
         if isinstance(strides[-1], int) and strides[-1] == 1:
             emit_contiguous_copy(b, dst, dst_off, src, src_off, cols if isinstance(cols, int) else cols_v, elem,
@@ -204,4 +230,3 @@ def strided_gather(dk: DynamicKernel, target: Target, out_shape: Sequence[Dim], 
             gather_run(b, dst, dst_off, src, src_off, cols if isinstance(cols, int) else cols_v, stride_v[-1], elem,
                        lanes_f32(target))
     return grid
-

@@ -23,8 +23,8 @@ from llvmlite import ir
 
 from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import (ALIGN, F32, I32, const_i64, element_ptr, entry_alloca, for_columns,
-                                         for_range, has_vectors, horizontal, lanes_f32, load_f32, splat,
+from iree_py.codegen.llvm.common import (ALIGN, F32, I32, element_ptr, entry_alloca, for_columns, for_range,
+                                         has_vectors, horizontal, lanes_f32, load_f32, rows_or_columns, splat,
                                          splat_value, vector_end)
 from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
 from iree_py.codegen.llvm.dynamic.linalg_common import Agreements, static_value
@@ -232,16 +232,9 @@ def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
 
         for_columns(b, inner_d if isinstance(inner_d, int) else inner, lanes, columns, fl.scalar)
 
-    inner_static = static_value(inner_d)
-    if not fl.vectors or (inner_static is not None and inner_static != 1):
-        by_columns()
-    elif inner_static == 1:
-        by_rows()
+    if fl.vectors:
+        rows_or_columns(b, inner_d if isinstance(inner_d, int) else inner, by_rows, by_columns)
     else:
-        with b.if_else(b.icmp_signed("==", inner, const_i64(1))) as (rows_path, columns_path):
-            with rows_path:
-                by_rows()
-            with columns_path:
-                by_columns()
+        by_columns()
     dk.finish()
     return dk.info(workgroup_count=(outer_d, 1, 1))

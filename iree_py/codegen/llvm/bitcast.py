@@ -7,7 +7,7 @@ from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.copy_common import element_type, require_same_dims, strided_gather
-from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
+from iree_py.codegen.llvm.dims import begin_dynamic_kernel
 from iree_py.targets import Target
 
 

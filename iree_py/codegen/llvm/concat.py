@@ -10,8 +10,7 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import for_range, lanes_f32
 from iree_py.codegen.llvm.copy_common import (element_type, emit_contiguous_copy, group_rows, require_same_dims,
                                               row_grid, total)
-from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
-from iree_py.ir.dim_checks import product
+from iree_py.codegen.llvm.dims import begin_dynamic_kernel, product
 from iree_py.targets import Target
 
 

@@ -20,9 +20,8 @@ from iree_py.codegen.kernel_abi import STATUS_DISPATCH_REFUSED
 from iree_py.codegen.llvm.common import (ALIGN, I1, I32, I64, PTR, const_i32, const_i64, element_ptr, entry_alloca,
                                          for_range, has_vectors, lanes_f32, min_index, return_unless, splat_value,
                                          vector_end, vector_split)
-from iree_py.codegen.llvm.dynamic.common import DynamicKernel
+from iree_py.codegen.llvm.dims import DynamicKernel, product
 from iree_py.codegen.llvm.shapes import Stride, collapse_dims, row_major, stride_value
-from iree_py.ir.dim_checks import product
 from iree_py.ir.symbols import Expr, call, dim
 from iree_py.ir.types import Dim
 from iree_py.targets import Target

@@ -10,8 +10,7 @@ from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.copy_common import attr_dim, element_type, require_same_dims, strided_gather
-from iree_py.codegen.llvm.dims import Agreements
-from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
+from iree_py.codegen.llvm.dims import Agreements, begin_dynamic_kernel
 from iree_py.codegen.llvm.shapes import broadcast_strides
 from iree_py.targets import Target
 

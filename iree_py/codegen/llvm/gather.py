@@ -25,12 +25,11 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.kernel_abi import STATUS_INDEX_OUT_OF_RANGE
 from iree_py.codegen.llvm.common import const_i64, for_range, lanes_f32, return_unless
 from iree_py.codegen.llvm.copy_common import element_type, emit_contiguous_copy, fail_unless, group_rows, row_grid
-from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
+from iree_py.codegen.llvm.dims import DynamicKernel, begin_dynamic_kernel, product
 from iree_py.codegen.llvm.index_common import (check_indexing, element_strides, elements_offset, load_index,
                                                tuple_offset, wrap_index)
 from iree_py.targets import Target
 from iree_py.ir import indexing_ops
-from iree_py.ir.dim_checks import product
 from iree_py.ir.types import Dim
 
 DATA_INDICES = ("data", "indices")

@@ -24,9 +24,8 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import ALIGN, I1, const_i64, element_ptr, for_range, lanes_f32, max_index, min_index
 from iree_py.codegen.llvm.copy_common import (element_type, emit_contiguous_copy, fail_unless, fill_run, group_rows,
                                               require_same_dims, row_grid)
-from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
+from iree_py.codegen.llvm.dims import DynamicKernel, begin_dynamic_kernel, product
 from iree_py.codegen.llvm.shapes import row_major
-from iree_py.ir.dim_checks import product
 from iree_py.ir.ops_resize_pad import PAD_MODES
 from iree_py.ir.symbols import Expr, call, dim
 from iree_py.ir.types import Dim

@@ -26,13 +26,12 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (ALIGN, F32, I32, element_ptr, entry_alloca, for_columns, for_range,
                                          has_vectors, horizontal, lanes_f32, load_f32, rows_or_columns, splat,
                                          splat_value, vector_end)
-from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
-from iree_py.codegen.llvm.dynamic.linalg_common import Agreements, static_value
+from iree_py.codegen.llvm.dims import Agreements, begin_dynamic_kernel, product
 from iree_py.codegen.llvm.math import emit_exp, fmax
 from iree_py.codegen.llvm.math_core import emit_log, fabs, fmin, fsqrt
 from iree_py.codegen.llvm.math_f64 import exp_f64, log_f64
 from iree_py.codegen.llvm.typed_values import F64, const
-from iree_py.ir.dim_checks import product
+from iree_py.ir.symbols import dim
 from iree_py.ir.types import Dim, DType
 from iree_py.targets import Target
 
@@ -176,7 +175,7 @@ def collapse(shape: tuple[Dim, ...], axes: list[int], what: str) -> tuple[Dim, D
     must be a known 1."""
     if not axes or axes != sorted(set(axes)) or not all(0 <= a < len(shape) for a in axes):
         raise ValueError(f"{what}: axes {axes} must be sorted, unique, non-empty and within rank {len(shape)}")
-    gaps = [i for i in range(axes[0], axes[-1] + 1) if i not in axes and static_value(shape[i]) != 1]
+    gaps = [i for i in range(axes[0], axes[-1] + 1) if i not in axes and dim(shape[i]) != 1]
     if gaps:
         raise ValueError(f"{what}: axes {axes} of shape {list(shape)} are not one contiguous run "
                          f"(dims {gaps} lie between them and are not 1); transpose first")

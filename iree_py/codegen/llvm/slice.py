@@ -12,7 +12,7 @@ from llvmlite import ir
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import I1, const_i64
 from iree_py.codegen.llvm.copy_common import attr_dim, element_type, fail_unless, strided_gather, total
-from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
+from iree_py.codegen.llvm.dims import DynamicKernel, begin_dynamic_kernel
 from iree_py.codegen.llvm.shapes import row_major
 from iree_py.ir.ops import slice_length
 from iree_py.ir.symbols import Expr, dim

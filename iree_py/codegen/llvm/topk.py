@@ -19,8 +19,7 @@ from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import I64, const_i64, element_ptr, entry_alloca, for_range
 from iree_py.codegen.llvm.copy_common import attr_dim, fail_unless, require_same_dims
-from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
-from iree_py.ir.dim_checks import product
+from iree_py.codegen.llvm.dims import begin_dynamic_kernel, product
 from iree_py.ir.types import DType
 from iree_py.targets import Target
 

@@ -21,7 +21,7 @@ from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import ALIGN, I64, const_i64, element_ptr, entry_alloca, for_range
-from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
+from iree_py.codegen.llvm.dims import begin_dynamic_kernel
 from iree_py.codegen.llvm.reduce import FLOATS, KINDS, Fold, Reducer, reduce_value
 from iree_py.codegen.llvm.typed_values import const
 from iree_py.targets import Target

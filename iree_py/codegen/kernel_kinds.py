@@ -33,12 +33,12 @@ KERNEL_KINDS: dict[str, str] = {
     # --- reductions and selections
     "reduce": "attrs kind (sum mean max min prod l1 l2 logsum logsumexp sumsquare), axes (sorted, >= 0, one "
               "contiguous run once size-1 dims are dropped), keepdims (0/1)",
-    "reduce_rt": "X f32 (any rank), mask i64[rank] (1 = reduced, known at run time) -> Y f32 over the kept axes; "
+    "reduce_rt": "X f32 or f64 (any rank), mask i64[rank] (1 = reduced, known at run time) -> Y over the kept axes; "
                  "attrs kind (as reduce), keepdims",
     "argmax": "f32 in, i64 out; attrs axis, select_last_index (ties: the first index, or the last)",
     "argmin": "as argmax, for the minimum",
-    "topk": "f32 in; attrs axis, k, largest, result (\"values\": f32 out, \"indices\": i64 out); sorted, ties: "
-            "the lower index first",
+    "topk": "f32, f64 or integers in; attrs axis, k, largest, result (\"values\": the input's dtype out, "
+            "\"indices\": i64 out); sorted, ties: the lower index first",
     # --- data movement
     "transpose": "any dtype; attrs perm",
     "slice": "any dtype; attrs starts, ends, steps per axis (normalized: >= 0, within the dims)",

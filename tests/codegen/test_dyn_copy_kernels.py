@@ -1,6 +1,6 @@
-"""The data-movement kernels on symbolic dims (iree_py/codegen/llvm/dynamic/: transpose, slice,
-expand, concat, pad, cumsum/cumprod, argmax/argmin, bitcast; gather and gather_elements, whose one
-builder is codegen/llvm/gather.py): each spec is built once and run at
+"""The data-movement kernels on symbolic dims (transpose, slice, expand, concat, pad, bitcast, gather
+and gather_elements, whose one builder each in codegen/llvm/ takes int or Expr dims; cumsum/cumprod
+and argmax/argmin): each spec is built once and run at
 several sizes (a 1 and a 0 among them) through the jit harness, compared exactly with numpy.
 Sizes that break a kernel's precondition make the kernel fail (it returns an error) instead of
 touching memory."""

@@ -9,6 +9,7 @@ from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm.jit import run_kernels
 from iree_py.ir.ops.normalization import hardmax, log_softmax
 from iree_py.ir.ops.reduce import reduce
+from iree_py.ir.types import DType, TensorType
 from tests.codegen.conftest import assert_close, f32
 
 KINDS = ["sum", "mean", "max", "min", "prod", "l1", "l2", "logsum", "logsumexp", "sumsquare"]
@@ -77,3 +78,34 @@ def test_logsoftmax_large_logits_and_hardmax_ties() -> None:
     assert np.all(np.isfinite(ls))
     assert_close(ls, log_softmax([x], {"axis": 1}), 1e-6, "large logits")
     np.testing.assert_array_equal(hm, [[0, 0, 0, 1], [0, 1, 0, 0]])  # first maximum wins a tie
+
+
+def test_reduce_f64_with_symbolic_dims() -> None:
+    """One builder for f32 and f64, ints and Exprs: f64 on symbolic dims, every kind, against numpy
+    in float64 (empty reductions give the start values: sum 0, max -inf, mean NaN)."""
+    from iree_py.codegen.llvm import build_executable
+    from iree_py.codegen.llvm.jit import LoadedLibrary
+    from iree_py.ir.symbols import Expr
+    from iree_py.targets import load_target
+
+    a, b = Expr.of("a"), Expr.of("b")
+    f64 = lambda *shape: TensorType(DType.f64, shape)  # noqa: E731
+    shape = (a, b, 3)
+    specs = [KernelSpec(f"r64_{kind}_{axis}", "reduce", (f64(*shape),), (f64(*shape[:axis], *shape[axis + 1:]),),
+                        {"kind": kind, "axes": [axis], "keepdims": 0})
+             for kind in KINDS for axis in (1, 2)]
+    lib = LoadedLibrary(build_executable(specs, load_target("host")))
+    rng = np.random.default_rng(3)
+    for spec in specs:
+        for sizes in ({"a": 2, "b": 5}, {"a": 1, "b": 1}, {"a": 3, "b": 0}):
+            x = _input(rng, (sizes["a"], sizes["b"], 3), spec.attrs["kind"]).astype(np.float64)
+            (got,) = lib.run(spec, [x], sizes)
+            with np.errstate(all="ignore"):
+                want = reduce([x], spec.attrs) if x.shape[spec.attrs["axes"][0]] else _empty_reduction(x, spec.attrs)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300, err_msg=f"{spec.name} at {sizes}")
+
+
+def _empty_reduction(x: np.ndarray, attrs: dict) -> np.ndarray:
+    start = {"max": -np.inf, "min": np.inf, "prod": 1.0, "mean": np.nan, "logsum": -np.inf, "logsumexp": -np.inf}
+    shape = tuple(n for k, n in enumerate(x.shape) if k not in attrs["axes"])
+    return np.full(shape, start.get(attrs["kind"], 0.0))

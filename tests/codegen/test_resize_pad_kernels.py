@@ -129,3 +129,30 @@ def test_nearest_resize_moves_any_element_type(dtype) -> None:
     spec = KernelSpec("r", "resize", (_t(x), _t(index), _t(weight)), (_t(want),), attrs)
     (got,), = run_kernels([spec], [[x, index, weight]])
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.uint8, np.int64, np.float32])
+def test_topk_every_dtype_static_and_symbolic(dtype) -> None:
+    """One topk builder: floats and integers, known dims and symbolic ones (k a symbol too), many
+    ties (small integers), against the reference."""
+    from iree_py.codegen.llvm.jit import LoadedLibrary
+    from iree_py.ir.symbols import Expr
+
+    n, k = Expr.of("n"), Expr.of("k")
+    x = RNG.integers(0, 6, size=(3, 7, 4)).astype(dtype)
+    dt = DType.from_numpy(np.dtype(dtype))
+    specs, cases = [], []
+    for largest in (0, 1):
+        for result in ("values", "indices"):
+            attrs = {"axis": 1, "k": 3, "largest": largest, "result": result}
+            out_dtype = dt if result == "values" else DType.i64
+            specs.append(KernelSpec(f"t{len(specs)}", "topk", (_t(x),), (TensorType(out_dtype, (3, 3, 4)),), attrs))
+            cases.append((attrs, {}))
+            symbolic = {**attrs, "k": k}
+            specs.append(KernelSpec(f"t{len(specs)}", "topk", (TensorType(dt, (3, n, 4)),),
+                                    (TensorType(out_dtype, (3, k, 4)),), symbolic))
+            cases.append((attrs, {"n": 7, "k": 3}))
+    lib = LoadedLibrary(build_executable(specs, load_target("host")))
+    for spec, (attrs, symbols) in zip(specs, cases):
+        (got,) = lib.run(spec, [x], symbols)
+        np.testing.assert_array_equal(got, KERNELS["TopK"]([x], attrs), err_msg=f"{spec.name} {attrs} {symbols}")

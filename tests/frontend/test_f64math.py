@@ -1,5 +1,5 @@
-"""float64 Exp / Log / Reciprocal (codegen/llvm/math_f64.py) and f64 reductions (reduce_f64.py: the
-static "reduce" kernel and the run-time axes "reduce_rt" kernel), compiled for the host and run.
+"""float64 Exp / Log / Reciprocal (codegen/llvm/math_f64.py) and f64 reductions (the "reduce" kernel,
+codegen/llvm/reduce.py, and the run-time axes "reduce_rt" kernel), compiled for the host and run.
 
 References: numpy in float64. Exp and Log are fdlibm's algorithms (< 1 ulp), so they are compared at
 rtol 4e-16 (about 2 ulp) plus the ulp of the value; reductions at rtol 1e-13 (summation order

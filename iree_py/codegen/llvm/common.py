@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 from llvmlite import ir
 
@@ -281,3 +281,18 @@ def min_index(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
 
 def max_index(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed(">", x, y), x, y)
+
+
+def rows_or_columns(b: ir.IRBuilder, inner: int | ir.Value, by_rows: Callable[[], None],
+                    by_columns: Callable[[], None]) -> None:
+    """A kernel over [outer, length, inner] that works along the contiguous run when inner is 1
+    (by_rows) and across the inner positions otherwise (by_columns): decided when the kernel is
+    built for a known inner (an int), by a branch at run time for an i64 one (both compiled)."""
+    if isinstance(inner, int):
+        (by_rows if inner == 1 else by_columns)()
+        return
+    with b.if_else(b.icmp_signed("==", inner, const_i64(1))) as (rows_path, columns_path):
+        with rows_path:
+            by_rows()
+        with columns_path:
+            by_columns()

@@ -1,60 +1,56 @@
-"""The "concat" kernel: inputs joined along attrs["axis"]. Seen as [outer, axis * inner], each
-input copies contiguous chunks into its slice of each output row. Workgroups split the outer rows."""
+"""The "concat" kernel: inputs joined along attrs["axis"], dims ints or Exprs. Seen as
+[outer, axis * inner], input i copies a contiguous run of its own axis * inner elements into each
+output row at the sum of the runs before it (vectors for 4-byte elements). Workgroups split the
+outer rows."""
 from __future__ import annotations
 
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import begin_kernel, const_i64, for_range, lanes_f32, min_index, static_shape
-from iree_py.codegen.llvm.copy_common import element_type, emit_contiguous_copy
+from iree_py.codegen.llvm.common import for_range, lanes_f32
+from iree_py.codegen.llvm.copy_common import (element_type, emit_contiguous_copy, group_rows, require_same_dims,
+                                              row_grid, total)
+from iree_py.codegen.llvm.dims import begin_dynamic_kernel, product
+from iree_py.targets import Target
 
-ROW_GROUP_ELEMENTS = 16384
 
-
-def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
+def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
+    what = f"concat kernel {spec.name}"
     if not spec.inputs or len(spec.outputs) != 1:
-        raise ValueError(f"concat kernel {spec.name}: expects >= 1 input and 1 output")
+        raise ValueError(f"{what}: expects >= 1 input and 1 output")
     out_t = spec.outputs[0]
-    out_shape = static_shape(out_t, f"concat kernel {spec.name} output")
     axis = int(spec.attrs.get("axis", 0))
-    if not 0 <= axis < len(out_shape):
-        raise ValueError(f"concat kernel {spec.name}: axis {axis} out of range for rank {len(out_shape)}")
-    total = 0
+    if not 0 <= axis < out_t.rank:
+        raise ValueError(f"{what}: axis {axis} out of range for rank {out_t.rank}")
     for i, t in enumerate(spec.inputs):
-        shape = static_shape(t, f"concat kernel {spec.name} input {i}")
         if t.dtype != out_t.dtype:
-            raise ValueError(f"concat kernel {spec.name} input {i}: dtype {t.dtype.value} != output {out_t.dtype.value}")
-        if len(shape) != len(out_shape) or any(s != o for k, (s, o) in enumerate(zip(shape, out_shape)) if k != axis):
-            raise ValueError(f"concat kernel {spec.name} input {i}: shape {shape} does not fit output {out_shape} on axis {axis}")
-        total += shape[axis]
-    if total != out_shape[axis]:
-        raise ValueError(f"concat kernel {spec.name}: inputs sum to {total} on axis {axis}, output has {out_shape[axis]}")
+            raise ValueError(f"{what} input {i}: dtype {t.dtype.value} != output {out_t.dtype.value}")
+        if t.rank != out_t.rank:
+            raise ValueError(f"{what} input {i}: {t} does not fit output {out_t} on axis {axis}")
+    joined = total([t.shape[axis] for t in spec.inputs])
+    if isinstance(joined, int) and isinstance(out_t.shape[axis], int) and joined != out_t.shape[axis]:
+        raise ValueError(f"{what}: inputs sum to {joined} on axis {axis}, output has {out_t.shape[axis]}")
+    elem = element_type(out_t.dtype.itemsize, what)
+    dk = begin_dynamic_kernel(module, spec, target)
+    b = dk.builder
+    require_same_dims(dk, [(t.shape[k], out_t.shape[k], f"input {i} dim {k} vs output")
+                           for i, t in enumerate(spec.inputs) for k in range(out_t.rank) if k != axis]
+                      + [(joined, out_t.shape[axis], f"sum of the inputs' dims {axis} vs output")], what)
 
-    outer = 1
-    for n in out_shape[:axis]:
-        outer *= n
-    inner = 1
-    for n in out_shape[axis + 1:]:
-        inner *= n
-    out_row = out_shape[axis] * inner
-    rows_per_group = max(1, ROW_GROUP_ELEMENTS // max(out_row, 1))
-    groups = max(1, -(-outer // rows_per_group))
-    elem = element_type(out_t.dtype.itemsize, f"concat kernel {spec.name}")
-
-    kb = begin_kernel(module, spec.name, target)
-    b = kb.builder
-    srcs = [kb.binding(i) for i in range(len(spec.inputs))]
-    dst = kb.binding(len(spec.inputs))
-    row_start = b.mul(kb.workgroup_id_index(0), const_i64(rows_per_group))
-    row_stop = min_index(b, b.add(row_start, const_i64(rows_per_group)), const_i64(outer))
-    with for_range(b, row_start, row_stop, name="row") as row:
-        offset = 0
-        for src, t in zip(srcs, spec.inputs):
-            chunk = int(t.shape[axis]) * inner
-            if chunk:
-                dst_off = b.add(b.mul(row, const_i64(out_row)), const_i64(offset))
-                emit_contiguous_copy(b, dst, dst_off, src, b.mul(row, const_i64(chunk)), chunk, elem,
-                                     lanes_f32(target))
-            offset += chunk
-    kb.finish()
-    return KernelInfo(spec.name, (groups, 1, 1), (), tuple(t.num_bytes for t in (*spec.inputs, out_t)))
+    inner = product(out_t.shape[axis + 1:])
+    grid = row_grid(product(out_t.shape[:axis]), product(out_t.shape[axis:]))
+    chunks = [product((t.shape[axis], inner)) for t in spec.inputs]
+    offsets = [total(chunks[:i]) for i in range(len(chunks))]
+    # Every dim is lowered before the row loop: a value computed from push constants must dominate its uses.
+    out_row, chunk_v, offset_v = dk.dim(grid.cols), [dk.dim(c) for c in chunks], [dk.dim(o) for o in offsets]
+    srcs = [dk.binding(i) for i in range(len(spec.inputs))]
+    dst = dk.binding(len(spec.inputs))
+    start, stop = group_rows(dk, grid)
+    with for_range(b, start, stop, name="row") as row:
+        for src, chunk, count, offset in zip(srcs, chunks, chunk_v, offset_v):
+            if chunk == 0:
+                continue
+            emit_contiguous_copy(b, dst, b.add(b.mul(row, out_row), offset), src, b.mul(row, count),
+                                 chunk if isinstance(chunk, int) else count, elem, lanes_f32(target))
+    dk.finish()
+    return dk.info(workgroup_count=(grid.groups, 1, 1))

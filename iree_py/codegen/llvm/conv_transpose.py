@@ -23,9 +23,8 @@ from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (F32, I32, I64, as_index, const_i64, for_range, load_f32, max_index,
                                          min_index, splat, static_shape, store_f32)
-from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
-from iree_py.codegen.llvm.dynamic.copy_common import fail_unless
-from iree_py.ir.dim_checks import product
+from iree_py.codegen.llvm.copy_common import fail_unless
+from iree_py.codegen.llvm.dims import begin_dynamic_kernel, product
 from iree_py.ir.ops_convt import conv_transpose_output
 from iree_py.ir.symbols import Expr, dim
 from iree_py.ir.types import Dim, DType

@@ -20,7 +20,7 @@ canonically; `Agreements` checks dims that must be equal, at build time when it 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from llvmlite import ir
 
@@ -28,6 +28,7 @@ from iree_py.codegen.kernel_abi import STATUS_DISPATCH_REFUSED, dispatch_state_l
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import I1, I8, I32, I64, PTR, KernelBuilder, begin_kernel, const_i32, const_i64
 from iree_py.targets import Target
+from iree_py.ir.dim_checks import product  # noqa: F401 (the one product of dims, for ir and codegen)
 from iree_py.ir.symbols import Call, Expr, dim
 from iree_py.ir.types import Dim, TensorType
 
@@ -176,14 +177,6 @@ def begin_dynamic_kernel(module: ir.Module, spec: KernelSpec, target: Target) ->
     names = kernel_symbols(spec)
     values = load_symbols(kb.builder, kb.dispatch_state, names, target)
     return DynamicKernel(kb, spec, names, DimEmitter(kb.builder, values))
-
-
-def product(dims: Iterable[Dim]) -> Dim:
-    """The product of `dims` as a canonical dim (1 for none; an int when every dim is)."""
-    total = Expr.of(1)
-    for d in dims:
-        total = total * d
-    return dim(total)
 
 
 @dataclass

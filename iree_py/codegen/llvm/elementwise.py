@@ -23,7 +23,7 @@ from iree_py.codegen.kernel_spec import (EXPR_BINARY_OPS, EXPR_TERNARY_OPS, EXPR
 from iree_py.codegen.llvm.common import const_i64, for_range, lanes_f32, splat_value
 from iree_py.codegen.llvm.dims import Agreements, DynamicKernel, begin_dynamic_kernel, product
 from iree_py.codegen.llvm.elementwise_typed import StepError, emit_step, result_dtype_ok
-from iree_py.codegen.llvm.shapes import RuntimeBroadcast, Stride, broadcast_strides, collapse_dims, row_major
+from iree_py.codegen.llvm.shapes import Stride, broadcast_strides, collapse_dims, row_major, stride_value
 from iree_py.codegen.llvm.typed_values import load_typed, register_type, store_typed
 from iree_py.targets import Target
 from iree_py.ir.symbols import call, dim
@@ -117,13 +117,9 @@ def _grid(rows: Dim, cols: Dim, lanes: int) -> tuple[Dim, Dim, Dim, Dim]:
 
 def _stride_value(dk: DynamicKernel, stride: Stride) -> ir.Value | None:
     """A stride as an i64 (None for a known 0), computed in the entry block."""
-    if isinstance(stride, RuntimeBroadcast):
-        b = dk.builder
-        is_one = b.icmp_signed("==", dk.dim(stride.dim), const_i64(1))
-        return b.select(is_one, const_i64(0), dk.dim(stride.stride))
     if isinstance(stride, int) and stride == 0:
         return None
-    return dk.dim(stride)
+    return stride_value(dk, stride)
 
 
 def _is(stride: Stride, value: int) -> bool:

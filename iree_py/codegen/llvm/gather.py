@@ -23,30 +23,19 @@ from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.kernel_abi import STATUS_INDEX_OUT_OF_RANGE
-from iree_py.codegen.llvm.common import const_i64, for_range, lanes_f32, min_index, return_unless
-from iree_py.codegen.llvm.copy_common import element_type, emit_contiguous_copy
-from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
-from iree_py.codegen.llvm.dynamic.copy_common import copy_run, fail_unless, product, row_grid
+from iree_py.codegen.llvm.common import const_i64, for_range, lanes_f32, return_unless
+from iree_py.codegen.llvm.copy_common import element_type, emit_contiguous_copy, fail_unless, group_rows, row_grid
+from iree_py.codegen.llvm.dims import DynamicKernel, begin_dynamic_kernel, product
 from iree_py.codegen.llvm.index_common import (check_indexing, element_strides, elements_offset, load_index,
                                                tuple_offset, wrap_index)
 from iree_py.targets import Target
 from iree_py.ir import indexing_ops
 from iree_py.ir.types import Dim
 
-ROW_GROUP_ELEMENTS = 16384
 DATA_INDICES = ("data", "indices")
 
 # (builder, row, indices pointer) -> (source element offset of the row, whether it is in range)
 RowSource = Callable[[ir.IRBuilder, ir.Value, ir.Value], tuple[ir.Value, ir.Value]]
-
-
-def _row_groups(rows: Dim, chunk: Dim) -> tuple[Dim, Dim]:
-    """(rows per workgroup, workgroups): about ROW_GROUP_ELEMENTS elements per workgroup."""
-    if isinstance(rows, int) and isinstance(chunk, int):
-        per_group = max(1, ROW_GROUP_ELEMENTS // max(chunk, 1))
-        return per_group, max(1, -(-rows // per_group))
-    grid = row_grid(rows, chunk)
-    return grid.rows_per_group, grid.groups
 
 
 def _build_rows(dk: DynamicKernel, target: Target, rows: Dim, chunk: Dim, source: RowSource) -> KernelInfo:
@@ -54,23 +43,19 @@ def _build_rows(dk: DynamicKernel, target: Target, rows: Dim, chunk: Dim, source
     computed in the entry block (an Expr's value must dominate all its uses)."""
     spec = dk.spec
     elem = element_type(spec.inputs[0].dtype.itemsize, f"{spec.kind} kernel {spec.name}")
-    per_group, groups = _row_groups(rows, chunk)
+    grid = row_grid(rows, chunk)
     b = dk.builder
     data, indices, out = dk.binding(0), dk.binding(1), dk.binding(2)
-    per_group_v, rows_v, chunk_v = dk.dim(per_group), dk.dim(rows), dk.dim(chunk)
-    row_start = b.mul(dk.workgroup_id_index(0), per_group_v)
-    row_stop = min_index(b, b.add(row_start, per_group_v), rows_v)
+    chunk_v = dk.dim(chunk)
+    row_start, row_stop = group_rows(dk, grid)
     if not (isinstance(chunk, int) and chunk == 0):
         with for_range(b, row_start, row_stop, name="row") as row:
             src_off, in_range = source(b, row, indices)
             return_unless(b, in_range, STATUS_INDEX_OUT_OF_RANGE, "index")
-            dst_off = b.mul(row, chunk_v)
-            if isinstance(chunk, int):
-                emit_contiguous_copy(b, out, dst_off, data, src_off, chunk, elem, lanes_f32(target))
-            else:
-                copy_run(b, out, dst_off, data, src_off, chunk_v, elem)
+            count = chunk if isinstance(chunk, int) else chunk_v
+            emit_contiguous_copy(b, out, b.mul(row, chunk_v), data, src_off, count, elem, lanes_f32(target))
     dk.finish()
-    return dk.info(workgroup_count=(groups, 1, 1))
+    return dk.info(workgroup_count=(grid.groups, 1, 1))
 
 
 def build_gather(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:

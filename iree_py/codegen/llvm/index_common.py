@@ -16,8 +16,8 @@ from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm.common import I1, I32, I64, as_index, const_i64, element_ptr, static_shape, strides_of
-from iree_py.codegen.llvm.dynamic.common import DynamicKernel
-from iree_py.codegen.llvm.dynamic.copy_common import require_same_dims
+from iree_py.codegen.llvm.copy_common import require_same_dims
+from iree_py.codegen.llvm.dims import DynamicKernel
 from iree_py.ir.symbols import dim
 from iree_py.ir.types import Dim, DType, TensorType
 

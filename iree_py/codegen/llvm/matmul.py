@@ -324,7 +324,7 @@ def _build_f64(spec: KernelSpec, module: ir.Module, target: Target, shape: Matmu
                agree: Agreements) -> KernelInfo:
     """f64: one workgroup per (row, batch), a scalar dot product per output element, no epilogue
     (the f32 epilogue code would not apply)."""
-    from iree_py.codegen.llvm.reduce_f64 import F64, d, load_f64, store_f64
+    from iree_py.codegen.llvm.typed_values import F64, const, load_typed, store_typed
 
     what = f"matmul {spec.name} (f64)"
     if spec.epilogue:
@@ -343,11 +343,11 @@ def _build_f64(spec: KernelSpec, module: ir.Module, target: Target, shape: Matmu
     out_row = b.add(out_off, b.mul(row, n))
     acc = entry_alloca(b, F64)
     with for_range(b, 0, n, name="n") as col:
-        b.store(d(0.0), acc)
+        b.store(const(0.0, F64), acc)
         with for_range(b, 0, k, name="k") as j:
-            x = load_f64(b, a_ptr, b.add(a_row, j))
-            y = load_f64(b, b_ptr, b.add(b.add(b_off, b.mul(j, n)), col))
+            x = load_typed(b, DType.f64, a_ptr, b.add(a_row, j))
+            y = load_typed(b, DType.f64, b_ptr, b.add(b.add(b_off, b.mul(j, n)), col))
             b.store(b.fadd(b.load(acc), b.fmul(x, y)), acc)
-        store_f64(b, b.load(acc), out, b.add(out_row, col))
+        store_typed(b, DType.f64, b.load(acc), out, b.add(out_row, col))
     dk.finish()
     return dk.info(workgroup_count=(1, shape.m, shape.batch_count))

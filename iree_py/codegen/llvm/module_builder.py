@@ -35,76 +35,61 @@ KERNEL_BUILDERS: dict[str, str] = {
     "softmax": "softmax:build",
     "logsoftmax": "softmax:build_logsoftmax",
     "hardmax": "softmax:build_hardmax",
-    "reduce": "reduce_kernel:build",
+    "reduce": "reduce:build",
     "lrn": "lrn:build",
     "transpose": "transpose:build",
     "slice": "slice:build",
     "concat": "concat:build",
-    # -- dtypes: entries below this line --
-    # -- nn: entries below this line --
-    # -- quant: entries below this line --
     "quantize": "qelementwise:build_quantize",
     "dequantize": "qelementwise:build_dequantize",
     "qadd": "qelementwise:build_qadd",
     "qconv": "qconv:build",
     "qmatmul": "qmatmul:build",
     "qavgpool": "qpool:build",
-    # -- indexing: entries below this line --
     "gather": "gather:build_gather",
     "gather_elements": "gather:build_gather_elements",
     "gather_nd": "gather:build_gather_nd",
     "scatter_elements": "scatter:build_scatter_elements",
     "scatter_nd": "scatter:build_scatter_nd",
     "expand": "expand:build",
-    # -- resize_pad: entries below this line --
     "resize": "resize:build",
     "pad": "pad:build",
     "argmax": "argminmax:build",
     "argmin": "argminmax:build",
     "cumsum": "cumsum:build",
     "topk": "topk:build",
-    # -- recurrent: entries below this line --
     "lstm": "recurrent:build",
     "gru": "recurrent:build",
     "rnn": "recurrent:build",
     "qlstm": "qlstm:build",
-    # -- convt: entries below this line --
     "conv_transpose": "conv_transpose:build",
     "lppool": "pool:build",
     "qconv_transpose": "qconv_transpose:build",
-    # -- tflite_ops: entries below this line --
     "qsoftmax": "qsoftmax:build",
     "qlookup": "qlookup:build",
-    # -- int8_perf: entries below this line --
     "qconv_dot": "qconv_dot:build",
     "qdwconv": "qdepthwise:build",
-    # -- state: entries below this line --
-    # -- dtypes2: entries below this line --
-    # -- ops_misc: entries below this line --
     "cumprod": "cumsum:build_cumprod",
     "bitcast": "bitcast:build",
-    # -- rt_resize: entries below this line --
     "resize_rt": "dynamic.resize_rt:build",
-    # -- rt_datadep: entries below this line --
     "nonzero_count": "dynamic.datadep:build_nonzero_count",
     "nonzero": "dynamic.datadep:build_nonzero",
     "unique_count": "dynamic.datadep:build_unique_count",
     "unique": "dynamic.datadep:build_unique",
-    # -- nms: entries below this line --
     "nms_select": "dynamic.nms:build_nms_select",
     "nms_output": "dynamic.nms:build_nms_output",
     "roi_align": "dynamic.roi_align:build_roi_align",
-    # -- strings: entries below this line --
     "string_equal": "string_equal:build",
 }
 
 
 # Kinds whose one builder (above) takes dims that are ints or Exprs (docs/dynamic_shapes.md): a spec
 # with symbolic dims goes there too, not to the DYNAMIC_BUILDERS twins.
-INT_OR_EXPR_DIM_KINDS = frozenset({"argmax", "argmin", "avgpool", "conv_transpose", "cumprod", "cumsum", "elementwise",
-                                   "gather", "gather_elements", "globalavgpool", "gru", "hardmax", "logsoftmax", "lppool",
-                                   "lrn", "lstm", "matmul", "maxpool", "maxpool_index", "qconv", "qconv_dot", "qlstm",
-                                   "qmatmul", "rnn", "softmax"})
+INT_OR_EXPR_DIM_KINDS = frozenset({"argmax", "argmin", "avgpool", "bitcast", "concat", "conv_transpose", "cumprod",
+                                   "cumsum", "elementwise", "expand", "gather", "gather_elements", "globalavgpool",
+                                   "gru", "hardmax", "logsoftmax", "lppool", "lrn", "lstm", "matmul", "maxpool",
+                                   "maxpool_index", "pad", "qconv", "qconv_dot", "qlstm", "qmatmul", "reduce", "rnn",
+                                   "slice", "softmax", "topk", "transpose"})
 
 
 def kernel_builder(spec: KernelSpec) -> Builder:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from iree_py.codegen.llvm.dims import product
+from llvmlite import ir
+
+from iree_py.codegen.llvm.common import const_i64
+from iree_py.codegen.llvm.dims import DynamicKernel, product
 from iree_py.ir.symbols import Expr
 from iree_py.ir.types import Dim
 
@@ -24,6 +27,15 @@ class RuntimeBroadcast:
 
 
 Stride = Dim | RuntimeBroadcast
+
+
+def stride_value(dk: DynamicKernel, stride: Stride) -> ir.Value:
+    """A stride as an i64 (call it in the entry block): a RuntimeBroadcast is 0 where its dim is 1
+    at run time."""
+    if not isinstance(stride, RuntimeBroadcast):
+        return dk.dim(stride)
+    b = dk.builder
+    return b.select(b.icmp_signed("==", dk.dim(stride.dim), const_i64(1)), const_i64(0), dk.dim(stride.stride))
 
 
 def row_major(shape: tuple[Dim, ...]) -> tuple[Dim, ...]:

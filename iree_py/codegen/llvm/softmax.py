@@ -25,8 +25,8 @@ from llvmlite import ir
 from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (ALIGN, F32, I32, const_i64, element_ptr, entry_alloca, float_vector,
-                                         for_columns, for_range, has_vectors, lanes_f32, load_f32, splat_value,
-                                         store_f32, vector_end)
+                                         for_columns, for_range, has_vectors, lanes_f32, load_f32, rows_or_columns,
+                                         splat_value, store_f32, vector_end)
 from iree_py.codegen.llvm.dims import Agreements, DynamicKernel, begin_dynamic_kernel, is_dynamic, product
 from iree_py.codegen.llvm.math import emit_exp, fmax
 from iree_py.codegen.llvm.math_core import emit_log
@@ -213,16 +213,10 @@ def _body(dk: DynamicKernel, kind: Kind, fl: Floats, lanes: int, length_d: Dim, 
         assert kind.contiguous is not None
         kind.contiguous(b, src, dst, base, length, lanes)
 
-    if kind.contiguous is None or fl.scalar != F32 or (isinstance(inner, int) and inner != 1):
+    if kind.contiguous is None or fl.scalar != F32:
         by_columns()
-    elif isinstance(inner, int):
-        by_rows()
     else:
-        with b.if_else(b.icmp_signed("==", inner, const_i64(1))) as (rows_path, columns_path):
-            with rows_path:
-                by_rows()
-            with columns_path:
-                by_columns()
+        rows_or_columns(b, inner, by_rows, by_columns)
 
 
 def _build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:

@@ -12,28 +12,13 @@ from iree_py.codegen.llvm.dims import is_dynamic, kernel_symbols  # noqa: F401 (
 
 # kind -> "module:function" under iree_py.codegen.llvm.dynamic; imported when first used.
 DYNAMIC_BUILDERS: dict[str, str] = {
-    # -- copy: entries below this line --
-    "transpose": "transpose:build",
-    "slice": "slice:build",
-    "expand": "expand:build",
-    "concat": "concat:build",
-    "pad": "pad:build",
-    "bitcast": "bitcast:build",
-    # -- linalg: entries below this line --
-    "reduce": "reduce:build",
-    # -- window: entries below this line --
     "conv2d": "conv2d:build",
-    # -- rt_reduce: entries below this line --
     "reduce_rt": "reduce_rt:build",
-    # -- rt_datadep: entries below this line --
-    "topk": "topk:build",
     "nonzero_count": "datadep:build_nonzero_count",
     "nonzero": "datadep:build_nonzero",
     "unique_count": "datadep:build_unique_count",
     "unique": "datadep:build_unique",
-    # -- rt_resize: entries below this line --
     "resize_rt": "resize_rt:build",
-    # -- nms: entries below this line --
     "nms_select": "nms:build_nms_select",
     "nms_output": "nms:build_nms_output",
     "roi_align": "roi_align:build_roi_align",

@@ -1,7 +1,8 @@
 """The "reduce_rt" kernel: a reduction whose axes arrive at run time as a mask (op ReduceRuntimeAxes,
-iree_py/ir/ops_rt_reduce.py). Kinds as the static reduce (codegen/llvm/reduce_kernel.py).
+iree_py/ir/ops_rt_reduce.py). Kinds and reducers as the "reduce" kernel's (codegen/llvm/reduce.py),
+f32 or f64 (scalar double precision throughout).
 
-Bindings: X (f32, rank R, dims static or symbolic), mask (i64[R], non-zero = reduced), Y (f32). The
+Bindings: X (f32 or f64, rank R, dims static or symbolic), mask (i64[R], non-zero = reduced), Y. The
 rank is known at compile time, so the kernel is 2R nested loops with run-time extents: for each
 axis, the output loops run over d (kept) or 1 (reduced) and the reduction loops over 1 or d. Y is
 written row-major over the kept axes, which is its layout for keepdims 0 and 1 alike.
@@ -19,11 +20,10 @@ from typing import Callable
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import (ALIGN, F32, I64, const_f32, const_i64, element_ptr, entry_alloca, for_range,
-                                         load_f32, store_f32)
-from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
-from iree_py.codegen.llvm.dynamic.linalg_common import count_to_f32
-from iree_py.codegen.llvm.reduce_kernel import KINDS, REDUCERS, Reducer, _reduce
+from iree_py.codegen.llvm.common import ALIGN, I64, const_i64, element_ptr, entry_alloca, for_range
+from iree_py.codegen.llvm.dims import begin_dynamic_kernel
+from iree_py.codegen.llvm.reduce import FLOATS, KINDS, Fold, Reducer, reduce_value
+from iree_py.codegen.llvm.typed_values import const
 from iree_py.targets import Target
 from iree_py.ir.types import DType
 
@@ -71,11 +71,9 @@ def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
     if len(spec.inputs) != 2 or len(spec.outputs) != 1:
         raise ValueError(f"{what}: expects inputs X, mask and one output")
     x, mask, y = spec.inputs[0], spec.inputs[1], spec.outputs[0]
-    if x.dtype == DType.f64:  # f64math: scalar double-precision kernel
-        from iree_py.codegen.llvm.reduce_f64 import build_runtime_axes
-        return build_runtime_axes(spec, module, target)
-    if x.dtype != DType.f32 or y.dtype != DType.f32:
-        raise ValueError(f"{what}: only f32 is supported, got {x} -> {y}")
+    fl = FLOATS.get(x.dtype)
+    if fl is None or y.dtype != x.dtype:
+        raise ValueError(f"{what}: only f32 and f64 are supported, got {x} -> {y}")
     rank = len(x.shape)
     if mask.dtype != DType.i64 or tuple(mask.shape) != (rank,):
         raise ValueError(f"{what}: mask must be i64[{rank}], got {mask}")
@@ -96,25 +94,21 @@ def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
         out_index = entry_alloca(b, I64, name="out_index")
         b.store(zero, out_index)
 
-        def fold(base: ir.Value) -> Callable[[Reducer, Callable], ir.Value]:
+        def fold(base: ir.Value) -> Fold:
             def run(r: Reducer, value_of: Callable) -> ir.Value:
-                acc = entry_alloca(b, F32)
-                b.store(const_f32(r.init), acc)
+                acc = entry_alloca(b, fl.scalar)
+                b.store(const(r.init, fl.scalar), acc)
                 _nested(b, reduced_extent, strides, base,
-                        lambda at: b.store(r.combine(b, b.load(acc), value_of(b, load_f32(b, src, at))), acc), "r")
+                        lambda at: b.store(r.combine(b, b.load(acc), value_of(b, fl.load(b, src, at))), acc), "r")
                 return b.load(acc)
             return run
 
-        def finish(acc: ir.Value) -> ir.Value:
-            if kind == "logsumexp":
-                return acc
-            if kind == "mean":
-                return b.fdiv(acc, count_to_f32(b, count, target))
-            return REDUCERS[kind].finish(b, acc, 1)
-
         def element(base: ir.Value) -> None:
             o = b.load(out_index)
-            store_f32(b, finish(_reduce(b, kind, fold(base))), dst, o)
+            value = reduce_value(b, fl, kind, fold(base))
+            if kind == "mean":
+                value = b.fdiv(value, fl.count(b, count, target))
+            fl.store(b, value, dst, o)
             b.store(b.add(o, one), out_index)
 
         _nested(b, kept_extent, strides, zero, element, "o")

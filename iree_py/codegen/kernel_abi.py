@@ -34,7 +34,7 @@ STATUS_UNSUPPORTED_VALUE = 4
 KERNEL_STATUSES: tuple[KernelStatus, ...] = (
     KernelStatus(STATUS_OK, "OK", "the kernel ran to the end"),
     # the dispatch guard (codegen/llvm/dispatch_guard.py), and a symbolic kernel whose run-time
-    # dims disagree with each other or with what it can do (dynamic/copy_common.py fail_unless)
+    # dims disagree with each other or with what it can do (copy_common.py fail_unless)
     KernelStatus(STATUS_DISPATCH_REFUSED, "DISPATCH_REFUSED",
                  "the kernel refused its dispatch (grid, bindings or run-time dims other than it was built for)"),
     KernelStatus(STATUS_STRINGS_MALFORMED, "STRINGS_MALFORMED", "a packed string tensor's offsets do not fit its buffer"),

@@ -25,7 +25,7 @@ from iree_py.codegen.llvm.common import (F32, I32, I64, as_index, const_i64, for
                                          min_index, splat, static_shape, store_f32)
 from iree_py.codegen.llvm.copy_common import fail_unless
 from iree_py.codegen.llvm.dims import begin_dynamic_kernel, product
-from iree_py.ir.ops_convt import conv_transpose_output
+from iree_py.ir.ops.conv import conv_transpose_output
 from iree_py.ir.symbols import Expr, dim
 from iree_py.ir.types import Dim, DType
 
@@ -90,7 +90,7 @@ def column_bounds(b: ir.IRBuilder, tap: ir.Value, width: int | ir.Value, out_wid
 
 def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
     """Dims are ints or Exprs (N, C and the spatial dims of X, hence of Y): an int folds to a
-    constant, an Expr is computed from the push constants (codegen/llvm/dynamic/common.py's
+    constant, an Expr is computed from the push constants (codegen/llvm/dims.py's
     `dim`), so a static spec compiles to the code it always had."""
     x_shape, w_shape, y_shape, has_bias = _check(spec)
     rank = len(x_shape) - 2

@@ -28,7 +28,7 @@ def add_dispatch_guard(module: ir.Module, info: KernelInfo, target: Target) -> N
     Static kernels compare against constants. A dynamic kernel's push constants are the values of
     its symbols (codegen/llvm/dynamic/): the guard reads them and computes the grid and the binding
     lengths its kernel will use from them (a negative computed length refuses the dispatch)."""
-    from iree_py.codegen.llvm.dynamic.common import DimEmitter, load_symbols
+    from iree_py.codegen.llvm.dims import DimEmitter, load_symbols
 
     body = module.globals[body_name(info.name)]
     guard = ir.Function(module, KERNEL_FN_TYPE, name=info.name)

@@ -23,7 +23,7 @@ from iree_py.codegen.llvm.narrow_values import (float_to_narrow_int, load_narrow
 from iree_py.codegen.llvm.typed_values import (bits, const, float_like, int_like, is_float, is_signed,
                                                round_to_f16)
 from iree_py.ir.narrow_types import NARROW_FLOAT_DTYPES, NARROW_INT_DTYPES
-from iree_py.ir.reference_logic import int_clip_bounds
+from iree_py.ir.ops.elementwise import int_clip_bounds
 from iree_py.ir.types import DType
 
 F64_NATIVE = ("Add", "Sub", "Mul", "Div", "Neg", "Abs", "Min", "Max", "Relu", "Clip", "Sign", "Sqrt", "Mod",
@@ -287,7 +287,7 @@ def _x86_convert(b: ir.IRBuilder, x: ir.Value, wide_bits: int) -> ir.Value:
 
 
 def emit_cast(b: ir.IRBuilder, x: ir.Value, src: DType, dst: DType) -> ir.Value:
-    """ONNX Cast as onnxruntime does it on x86-64 (reference_logic.cast_array, docs/ir.md): float ->
+    """ONNX Cast as onnxruntime does it on x86-64 (ir/ops/cast.py:cast_array, docs/ir.md): float ->
     integer goes through a 32-bit (64-bit for 8-byte targets) conversion whose out-of-range/NaN
     result is the minimum, then wraps; integers wrap; anything -> bool is x != 0 (NaN -> true).
     A narrow target (bf16, float8, 4-/2-bit; narrow_values.py) rounds or wraps the result."""

@@ -13,7 +13,7 @@ Workgroups split the rows.
 Dims are ints or Exprs (one builder for both, docs/dynamic_shapes.md §3): an int folds to a
 constant, an Expr is computed from the push constants (`DynamicKernel.dim`), so a static spec
 compiles to the code it always had; a run of a static length is copied with vectors. GatherND's
-shape rule takes static shapes only (ir/indexing_ops.py), so its dims are ints.
+shape rule takes static shapes only (ir/ops/indexing.py), so its dims are ints.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from iree_py.codegen.llvm.dims import DynamicKernel, begin_dynamic_kernel, produ
 from iree_py.codegen.llvm.index_common import (check_indexing, element_strides, elements_offset, load_index,
                                                tuple_offset, wrap_index)
 from iree_py.targets import Target
-from iree_py.ir import indexing_ops
+from iree_py.ir.ops import indexing as indexing_ops
 from iree_py.ir.types import Dim
 
 DATA_INDICES = ("data", "indices")

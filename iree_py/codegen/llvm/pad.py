@@ -26,7 +26,7 @@ from iree_py.codegen.llvm.copy_common import (element_type, emit_contiguous_copy
                                               require_same_dims, row_grid)
 from iree_py.codegen.llvm.dims import DynamicKernel, begin_dynamic_kernel, product
 from iree_py.codegen.llvm.shapes import row_major
-from iree_py.ir.ops_resize_pad import PAD_MODES
+from iree_py.ir.ops.pad import PAD_MODES
 from iree_py.ir.symbols import Expr, call, dim
 from iree_py.ir.types import Dim
 from iree_py.targets import Target

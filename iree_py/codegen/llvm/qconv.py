@@ -3,7 +3,7 @@ i8/u8 out, or the int32 sums themselves (requant "none": ConvInteger; docs/ir.md
 the requantization is requant.py's).
 
 Structure (N, H, W and so OH, OW may be symbolic: each dim is an int or an Expr, folded to a
-constant or read from the push constants, as codegen/llvm/dynamic/common.py's `dim` does):
+constant or read from the push constants, as codegen/llvm/dims.py's `dim` does):
   grid      x = output row oh × tile of up to OW_TILE output columns, y = output channel m, z = batch n.
   body      an int32 accumulator row of the tile's width (stack). For every input channel of m's
             group and every kernel row kh whose input row lies inside the input, and for every kernel
@@ -24,7 +24,7 @@ from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import I32, as_index, const_i64, entry_alloca, for_range, max_index, min_index
-from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
+from iree_py.codegen.llvm.dims import DynamicKernel, begin_dynamic_kernel
 from iree_py.codegen.llvm.requant import acc_slot, check_q_operands, load_q, requantize_and_store, zero_point
 from iree_py.ir.dim_checks import product
 from iree_py.ir.opdef import pool_output_dim

@@ -28,7 +28,7 @@ from llvmlite import ir
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (I8, I32, as_index, const_i32, const_i64, element_ptr, entry_alloca, for_range,
                                          min_index, static_shape)
-from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
+from iree_py.codegen.llvm.dims import DynamicKernel, begin_dynamic_kernel
 from iree_py.codegen.llvm.qconv import column_range
 from iree_py.codegen.llvm.requant import (acc_slot, check_q_operands, constant_table, load_q, requantize_and_store,
                                           zero_point)

@@ -17,7 +17,7 @@ from iree_py.codegen.llvm.common import I32, I64, begin_kernel, const_i64, entry
 from iree_py.codegen.llvm.conv_transpose import column_bounds
 from iree_py.codegen.llvm.requant import (acc_slot, check_q_operands, i32, load_q, per_channel,
                                           requantize_and_store)
-from iree_py.ir.ops_convt import conv_transpose_output
+from iree_py.ir.ops.conv import conv_transpose_output
 
 MAX_ROW = 4096  # accumulator row on the stack: 16 KiB at most
 

@@ -26,12 +26,12 @@ from llvmlite import ir
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (F32, I8, I32, I64, const_f32, const_i32, const_i64, element_ptr, for_range,
                                          lanes_f32, load_f32, max_index, min_index, store_f32, vector_split)
-from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
+from iree_py.codegen.llvm.dims import DynamicKernel, begin_dynamic_kernel
 from iree_py.codegen.llvm.math_core import (emit_rational_sigmoid, emit_rational_tanh, fmax, fmin, integral_to_int,
                                             round_half_even)
 from iree_py.codegen.llvm.recurrent import MAX_SCRATCH_FLOATS, Activation, _activation
 from iree_py.targets import Target
-from iree_py.ir.ops_recurrent import num_directions
+from iree_py.ir.ops.recurrent import num_directions
 from iree_py.ir.types import DType
 
 RATIONAL: dict[str, Activation] = {"Sigmoid": emit_rational_sigmoid, "Tanh": emit_rational_tanh}

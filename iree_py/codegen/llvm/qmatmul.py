@@ -3,7 +3,7 @@
 int32 sums themselves (requant "none": MatMulInteger; docs/ir.md, "Quantized ops").
 
 Structure (every dim may be symbolic: an int folds to a constant, an Expr is read from the push
-constants, as codegen/llvm/dynamic/common.py's `dim` does): A's leading dims are one run of rows.
+constants, as codegen/llvm/dims.py's `dim` does): A's leading dims are one run of rows.
 grid x = column tiles of up to N_TILE columns, y = blocks of ROWS_PER_GROUP rows. Per row: an int32
 accumulator row (stack); for each k, a = A[row, k] - a_zp is broadcast over the tile:
 acc[n] += a * B[k, n] (a plain loop of i8 loads widened to i32, which LLVM vectorizes; a batched B
@@ -18,7 +18,7 @@ from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import I32, const_i64, entry_alloca, for_range, min_index
-from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
+from iree_py.codegen.llvm.dims import begin_dynamic_kernel
 from iree_py.codegen.llvm.requant import acc_slot, check_q_operands, load_q, requantize_and_store, zero_point
 from iree_py.ir.dim_checks import product
 from iree_py.ir.symbols import call, dim

@@ -1,6 +1,6 @@
 """The "qsoftmax" kernel: TFLite's int8/uint8 SOFTMAX over the last axis, in integers only.
 
-It mirrors iree_py/ir/reference_qsoftmax.py step for step (gemmlowp fixed point: exp on Q5.26
+It mirrors iree_py/ir/ops/qsoftmax.py step for step (gemmlowp fixed point: exp on Q5.26
 differences, Q12.19 sum, Newton-Raphson reciprocal). Arithmetic is i32 with i32 x i32 -> i64
 products (requant.py's helpers): no float, no division, no call to libm or a compiler builtin, so it
 links into flat images on cortex-m4 and riscv32. Leading zeros are counted with a five-step binary
@@ -18,9 +18,8 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import I32, begin_kernel, const_i64, entry_alloca, for_range, static_shape
 from iree_py.codegen.llvm.requant import (INT32_MAX, INT32_MIN, QRANGE, clamp_i32, i32, load_q, rounding_divide_by_pot,
                                           saturating_rounding_doubling_high_mul, smax, store_q)
-from iree_py.ir.ops_qsoftmax import ACCUMULATION_INTEGER_BITS, OUTPUT_ZERO_POINT, SCALED_DIFF_INTEGER_BITS
-from iree_py.ir.reference_qsoftmax import (EXP_BARREL, EXP_MINUS_ONE_EIGHTH, FORTY_EIGHT_OVER_17,
-                                           MINUS_32_OVER_17, ONE_THIRD)
+from iree_py.ir.ops.qsoftmax import (ACCUMULATION_INTEGER_BITS, EXP_BARREL, EXP_MINUS_ONE_EIGHTH, FORTY_EIGHT_OVER_17,
+                                     MINUS_32_OVER_17, ONE_THIRD, OUTPUT_ZERO_POINT, SCALED_DIFF_INTEGER_BITS)
 
 
 def _mul(b: ir.IRBuilder, x: ir.Value, y: ir.Value | int) -> ir.Value:

@@ -33,7 +33,7 @@ from iree_py.codegen.llvm.common import (F32, I32, I64, as_index, const_f32, con
 from iree_py.codegen.llvm.dims import DynamicKernel, begin_dynamic_kernel
 from iree_py.codegen.llvm.math import emit_unary
 from iree_py.codegen.llvm.math_core import emit_tanh, fmax, fmin
-from iree_py.ir.ops_recurrent import FUNCTIONS_PER_DIRECTION, GATES, num_directions
+from iree_py.ir.ops.recurrent import FUNCTIONS_PER_DIRECTION, GATES, num_directions
 from iree_py.ir.types import DType
 
 OPS = {"lstm": "LSTM", "gru": "GRU", "rnn": "RNN"}

@@ -23,7 +23,7 @@ from iree_py.codegen.llvm.common import (ALIGN, begin_kernel, const_i64, element
                                          strides_of)
 from iree_py.codegen.llvm.copy_common import element_type, emit_contiguous_copy
 from iree_py.codegen.llvm.index_common import check_indexing, elements_offset, tuple_offset
-from iree_py.ir import indexing_ops
+from iree_py.ir.ops import indexing as indexing_ops
 from iree_py.ir.types import DType
 
 # (builder, update row, indices pointer) -> (output element offset of the row, whether it is in range)

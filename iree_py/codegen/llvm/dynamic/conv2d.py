@@ -27,7 +27,7 @@ from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import lanes_f32
 from iree_py.codegen.llvm.conv import conv_tiling
-from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
+from iree_py.codegen.llvm.dims import DynamicKernel, begin_dynamic_kernel
 from iree_py.codegen.llvm.epilogue import (TilePosition, apply_epilogue, carried_loop, check_epilogue, fma, i64,
                                            if_then, imax, imin, load_strided_tile, load_tile, simple_loop, splat,
                                            store_tile, zero)

@@ -16,8 +16,9 @@ from llvmlite import ir
 from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import F32, I64, const_f32, const_i64, element_ptr, entry_alloca, for_range
-from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
-from iree_py.codegen.llvm.dynamic.copy_common import attr_dim, fail_unless, product
+from iree_py.codegen.llvm.dims import DynamicKernel, begin_dynamic_kernel
+from iree_py.codegen.llvm.copy_common import attr_dim, fail_unless
+from iree_py.codegen.llvm.dims import product
 from iree_py.targets import Target
 from iree_py.ir.types import DType
 

@@ -22,8 +22,7 @@ from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import F32, I32, I64, const_f32, const_i32, const_i64, element_ptr, for_range
 from iree_py.codegen.llvm.copy_common import element_type
-from iree_py.codegen.llvm.dynamic.common import begin_dynamic_kernel
-from iree_py.codegen.llvm.dynamic.linalg_common import count_to_f32
+from iree_py.codegen.llvm.dims import begin_dynamic_kernel
 from iree_py.codegen.llvm.pad import value_bits
 from iree_py.targets import Target
 from iree_py.ir.dim_checks import product
@@ -33,6 +32,14 @@ F64 = ir.DoubleType()
 I1 = ir.IntType(1)
 TAPS = {"nearest": 1, "linear": 2, "cubic": 4}
 SAFE = float(1 << 22)  # coordinates are clamped to +-SAFE before conversion (f32 is integral beyond 2**23)
+
+
+def count_to_f32(b: ir.IRBuilder, count: ir.Value, target: Target) -> ir.Value:
+    """An i64 element count (>= 0) as a float. 32-bit targets convert from i32: an i64 conversion
+    would need a compiler builtin there."""
+    if target.pointer_bits >= 64:
+        return b.uitofp(count, F32)
+    return b.uitofp(b.trunc(count, I32), F32)
 
 
 def _d(v: float) -> ir.Constant:

@@ -12,8 +12,8 @@ from iree_py.errors import CompileError
 from iree_py.codegen.kernel_abi import STATUS_INDEX_OUT_OF_RANGE, STATUS_UNSUPPORTED_VALUE
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import F32, I64, const_f32, const_i64, element_ptr, entry_alloca, for_range
-from iree_py.codegen.llvm.dynamic.common import DynamicKernel, begin_dynamic_kernel
-from iree_py.codegen.llvm.dynamic.copy_common import fail_unless
+from iree_py.codegen.llvm.dims import DynamicKernel, begin_dynamic_kernel
+from iree_py.codegen.llvm.copy_common import fail_unless
 from iree_py.targets import Target
 from iree_py.ir.types import DType
 

@@ -68,6 +68,15 @@ def check_inputs(fn: Function, args: tuple) -> list[np.ndarray | PackedStrings]:
     return arrays
 
 
+def plain_static_inputs(fn: Function) -> list[tuple[np.dtype, tuple[int, ...]]] | None:
+    """Each input's numpy dtype and shape when every input is a plain tensor of a static shape (not a
+    string tensor, not a sequence); None otherwise. An array that matches its entry exactly, and is
+    C-contiguous, is what check_inputs would pass on unchanged."""
+    if any(sig.is_dynamic or sig.dtype == DType.string or sequence_layout.is_packed(sig) for sig in fn.inputs):
+        return None
+    return [(sig.dtype.numpy, tuple(sig.shape)) for sig in fn.inputs]
+
+
 def _check_shape(fn: Function, i: int, sig: TensorSig, a: np.ndarray) -> None:
     if not shape_matches(sig, tuple(a.shape)):
         raise IreePyError(f"{fn.name}: input {i} {describe(sig)} was given shape {list(a.shape)}: "

@@ -1,0 +1,83 @@
+"""The in-process call path (runtime/devices.py LocalDevice.call): small static inputs are staged in
+buffers the C views point at, outputs are copied out of the arena through cached views. These check
+that the shortcuts never change what a call returns."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import iree_py
+from iree_py.runtime.module import LoadedModule
+from iree_py.errors import IreePyError
+from iree_py.runtime.devices import STAGED_INPUT_BYTES
+
+
+def _add_model(shape: list[int | str]) -> onnx.ModelProto:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, shape)
+    graph = helper.make_graph([helper.make_node("Add", ["x", "y"], ["z"])], "add", [x, y], [z])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.fixture(scope="module")
+def add_small() -> LoadedModule:
+    return iree_py.load(iree_py.compile(_add_model([2, 8]), target="host"))
+
+
+@pytest.fixture(scope="module")
+def add_large() -> LoadedModule:
+    # more than STAGED_INPUT_BYTES per input: passed in place
+    return iree_py.load(iree_py.compile(_add_model([4, STAGED_INPUT_BYTES // 4]), target="host"))
+
+
+@pytest.mark.parametrize("fixture", ["add_small", "add_large"])
+def test_each_call_sees_its_own_inputs(fixture: str, request: pytest.FixtureRequest) -> None:
+    module = request.getfixturevalue(fixture)
+    fn = module.functions["main"] if "main" in module.functions else next(iter(module.functions.values()))
+    shape = tuple(fn.inputs[0].shape)
+    rng = np.random.default_rng(0)
+    results = []
+    for _ in range(3):
+        x, y = rng.standard_normal(shape, dtype=np.float32), rng.standard_normal(shape, dtype=np.float32)
+        z = fn(x, y)
+        np.testing.assert_array_equal(z, x + y)
+        results.append((z, x + y))
+    for z, expected in results:  # earlier results are copies: later calls left them alone
+        np.testing.assert_array_equal(z, expected)
+
+
+def test_non_contiguous_and_other_dtypes_go_through_the_checks(add_small: LoadedModule) -> None:
+    fn = next(iter(add_small.functions.values()))
+    with pytest.raises(IreePyError, match="was given shape"):
+        fn(np.ones((2, 4), np.float32), np.ones((2, 8), np.float32))
+    transposed = np.arange(16, dtype=np.float32).reshape(8, 2).T  # (2, 8), not C-contiguous
+    strided = np.arange(32, dtype=np.float32).reshape(2, 16)[:, ::2]
+    np.testing.assert_array_equal(fn(transposed, strided), transposed + strided)
+    base = strided
+    with pytest.raises(IreePyError, match="was given dtype float64"):
+        fn(base.astype(np.float64), base)
+
+
+def test_a_refused_call_leaves_the_next_one_right(add_small: LoadedModule) -> None:
+    fn = next(iter(add_small.functions.values()))
+    device, sig = add_small.device, fn.signature
+    ones = np.ones((2, 8), np.float32)
+    with pytest.raises(IreePyError, match="shape"):  # past the Python checks: the C API refuses it
+        device.call(sig, [np.ones((2, 7), np.float32), ones])
+    np.testing.assert_array_equal(fn(ones, 2 * ones), 3 * ones)
+    with pytest.raises(IreePyError, match="expected 2 inputs, got 1"):
+        device.call(sig, [ones])
+    np.testing.assert_array_equal(fn(2 * ones, 2 * ones), 4 * ones)
+
+
+def test_dynamic_outputs_follow_each_calls_shape() -> None:
+    module = iree_py.load(iree_py.compile(_add_model(["n", 3]), target="host"))
+    fn = next(iter(module.functions.values()))
+    for n in (4, 1, 4, 0, 2):
+        x = np.full((n, 3), n, np.float32)
+        z = fn(x, x)
+        assert z.shape == (n, 3)
+        np.testing.assert_array_equal(z, 2 * x)

@@ -22,6 +22,7 @@ from iree_py.module import model as mod
 from iree_py.module.state_info import state_buffer
 from iree_py.module.strings import pack_strings
 from iree_py.module.writer import write_module
+from iree_py.passes.inject_fault import InjectFault
 from iree_py.passes.pipeline import run_pipeline
 from iree_py.vm.lowering import HostProgram, lower_graph
 from iree_py.vm.memory_plan import ALIGNMENT, MemoryPlanResult, plan_memory
@@ -44,6 +45,7 @@ class CompileOptions:
     ram: int | None = None                        # bytes of board RAM; None: the target's ram_bytes
     flash: int | None = None                      # bytes of board flash; None: the target's flash_bytes
     jobs: int | None = None                       # processes for the LLVM work of big models; None: one per core
+    inject_fault: str | None = None               # tests only: this node's kernel made wrong (passes/inject_fault.py)
 
 
 def compile_model(model: ModelSource, options: CompileOptions | None = None) -> bytes:
@@ -58,6 +60,8 @@ def compile_model(model: ModelSource, options: CompileOptions | None = None) -> 
 def _compile(model: ModelSource, options: CompileOptions, target: Target) -> bytes:
     # 1. Import: ONNX (any opset 7..newest) or TFLite ("TFL3" / .tflite) -> graph IR with normalized ops.
     graph = import_tflite(model) if is_tflite(model) else import_onnx(model, dims=options.dims)
+    if options.inject_fault is not None:  # tests of `iree-py debug` only
+        graph = InjectFault(options.inject_fault).run(graph)
     # 2. Optimize: fold constants and BatchNorm, fuse elementwise ops into their producers, drop dead code.
     graph = run_pipeline(graph, print_ir_after=options.print_ir_after, out=options.print_fn)
     # 3. Plan memory: arena offsets for every intermediate; Reshape and contiguous Concat become views.

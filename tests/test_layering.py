@@ -25,6 +25,7 @@ ALLOWED = {
     "runtime": {"module", "ir.types", "codegen.kernel_abi"},  # the ABI's status table
     "cli": {"*"},
     "conformance": {"*"},  # a tool on top, like the CLI
+    "layer_debug": {"compiler", "runtime"},  # iree-py debug: compiles and runs, beside the reference
 }
 
 

@@ -1,4 +1,4 @@
-"""The `iree-py` command: compile | run | benchmark | flash | dump | build-runtime | conformance."""
+"""The `iree-py` command: compile | run | benchmark | debug | flash | dump | build-runtime | conformance."""
 from __future__ import annotations
 
 import argparse
@@ -126,6 +126,15 @@ def _cmd_dump(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_debug(args: argparse.Namespace) -> int:
+    from iree_py.cli.inputs import parse_input
+    from iree_py.layer_debug import Tolerance, debug_model, format_report, report_json
+    report = debug_model(args.model, [parse_input(t) for t in args.input], target=args.target, device=args.device,
+                         tolerance=Tolerance(args.tolerance, args.quantized_steps))
+    sys.stdout.write(report_json(report) if args.json else format_report(report))
+    return 0 if report.first_divergence is None else 1
+
+
 def _cmd_build_runtime(args: argparse.Namespace) -> int:
     from iree_py.cli.build_runtime import build_runtime_into
     sys.stdout.write(build_runtime_into(args.target, Path(args.output)))
@@ -196,6 +205,17 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("dump", help="print a module: functions, bytecode, kernels, constants, memory plan")
     d.add_argument("module")
     d.set_defaults(func=_cmd_dump)
+
+    g = sub.add_parser("debug", help="find the first layer whose output differs from onnxruntime's, on any target and device")
+    g.add_argument("model", help="an ONNX model file")
+    g.add_argument("--input", action="append", default=[], help="as for run (one per model input, in order)")
+    g.add_argument("--target", default="host", choices=available_targets())
+    g.add_argument("--device", help="as for run (default: local for this host's targets, qemu for the others)")
+    g.add_argument("--tolerance", type=float, default=1e-3, help="floats: largest error allowed, relative to the "
+                   "reference's largest magnitude (default 1e-3)")
+    g.add_argument("--quantized-steps", type=int, default=1, help="8-bit integers: largest difference allowed (default 1)")
+    g.add_argument("--json", action="store_true", help="the same as JSON")
+    g.set_defaults(func=_cmd_debug)
 
     br = sub.add_parser("build-runtime", help="write the C runtime for a target (library, headers; firmware or runner)")
     br.add_argument("--target", required=True, choices=available_targets())

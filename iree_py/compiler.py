@@ -14,6 +14,7 @@ from iree_py.fit import check_fit, footprint
 from iree_py.frontends.onnx import import_onnx
 from iree_py.frontends.tflite import import_tflite, is_tflite
 from iree_py.ir.graph import Graph, Value
+from iree_py.ir.limits import check_tensor_sizes
 from iree_py.ir.ops.control_flow import FAIL, bodies
 from iree_py.ir.ops.dim_values import DIM_VALUES
 from iree_py.ir.ops.sequences import SEQUENCE_OPS
@@ -60,6 +61,7 @@ def compile_model(model: ModelSource, options: CompileOptions | None = None) -> 
 def _compile(model: ModelSource, options: CompileOptions, target: Target) -> bytes:
     # 1. Import: ONNX (any opset 7..newest) or TFLite ("TFL3" / .tflite) -> graph IR with normalized ops.
     graph = import_tflite(model) if is_tflite(model) else import_onnx(model, dims=options.dims)
+    check_tensor_sizes(graph, graph.source or "model")  # whatever the file declares (ir/limits.py)
     if options.inject_fault is not None:  # tests of `iree-py debug` only
         graph = InjectFault(options.inject_fault).run(graph)
     # 2. Optimize: fold constants and BatchNorm, fuse elementwise ops into their producers, drop dead code.

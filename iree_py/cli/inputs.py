@@ -1,6 +1,7 @@
 """Parse `--input` values: `@x.npy`, `2x3xf32=@x.npy`, `2x3xf32=1,2,3,4,5,6`, `2x3xf32=0` (splat)."""
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -41,4 +42,12 @@ def parse_input(text: str) -> np.ndarray:
 def _load_npy(path: str) -> np.ndarray:
     if not Path(path).exists():
         raise IreePyError(f"input file {path} does not exist")
-    return np.load(path, allow_pickle=False)
+    try:
+        with warnings.catch_warnings():  # numpy's notes on old headers would come before our error line
+            warnings.simplefilter("ignore")
+            array = np.load(path, allow_pickle=False)
+    except Exception as e:  # numpy's header parser raises what it meets: ValueError, EOFError, SyntaxError, ...
+        raise IreePyError(f"input file {path} is not a readable .npy file ({type(e).__name__}: {e})") from None
+    if not isinstance(array, np.ndarray):  # an .npz archive
+        raise IreePyError(f"input file {path} is an .npz archive; give each input as its own .npy file")
+    return array

@@ -75,7 +75,8 @@ def read_module(data: bytes | memoryview, payloads: bool = True) -> Module:
         return _read(data if isinstance(data, bytes) else memoryview(data).cast("B"), payloads)
     except ModuleFormatError:
         raise
-    except (struct.error, IndexError, ValueError, UnicodeDecodeError) as e:
+    except (struct.error, IndexError, ValueError, UnicodeDecodeError, TypeError, OverflowError) as e:
+        # TypeError: flatbuffers' offset reads refuse a number outside the offset's type
         raise ModuleFormatError(f"malformed module: {e}") from e
 
 

@@ -24,6 +24,7 @@ from iree_py.frontends.onnx.strings import check_string_inputs, check_string_res
 from iree_py.frontends.onnx.symbolic import InputSymbols
 from iree_py.ir.build import NameTable, fold_or_append, make_node
 from iree_py.ir.graph import Graph, Value
+from iree_py.ir.limits import MAX_TENSOR_ELEMENTS  # refused at import, before anything is allocated
 from iree_py.ir.symbols import SymbolicDimError
 from iree_py.ir.types import DType, SequenceType, TensorType, is_sequence
 from iree_py.ir.verifier import verify
@@ -245,7 +246,6 @@ def constant_value(t: onnx.TensorProto, source: str) -> Value:
     return Value(t.name, TensorType(dtype, tuple(int(d) for d in array.shape)), const=array)
 
 
-MAX_TENSOR_ELEMENTS = 1 << 32  # larger tensors are refused at import, before anything is allocated (docs/ir.md)
 
 
 def check_element_count(count: int, what: str) -> None:

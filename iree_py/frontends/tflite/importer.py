@@ -93,8 +93,9 @@ class TfliteContext:
             if data is None:
                 continue
             ttype = self.tensor_type(i, "constant")
-            array = data.view(ttype.dtype.numpy)
-            if array.size != ttype.num_elements:
+            itemsize = ttype.dtype.numpy.itemsize
+            array = data.view(ttype.dtype.numpy) if data.size % itemsize == 0 else None
+            if array is None or array.size != ttype.num_elements:
                 raise CompileError(f"{self.source}: tensor {i} ('{self.tensor_names[i]}') {ttype} has "
                                    f"{data.size} bytes of data, expected {ttype.num_bytes}")
             self.env[i] = Value(self.tensor_names[i], ttype, const=array.reshape(ttype.shape))

@@ -59,7 +59,27 @@ def read_model(model: str | Path | bytes) -> tuple[ModelT, str]:
         if buf.offset and buf.offset > 1:
             raise CompileError(f"{source}: buffer {i} is stored outside the flatbuffer (offset {buf.offset}); "
                                "models over 2 GB are not supported")
+    check_tensor_indices(model_t, source)
     return model_t, source
+
+
+def check_tensor_indices(model: ModelT, source: str) -> None:
+    """Every tensor index a subgraph or operator holds names one of its subgraph's tensors (-1, an
+    absent optional, only where TFLite allows it), so the converters can index without checking."""
+    for s, subgraph in enumerate(model.subgraphs or []):
+        count = len(subgraph.tensors or [])
+
+        def check(indices, what: str, optional: bool) -> None:
+            for i, index in enumerate(indices if indices is not None else []):
+                if not (-1 if optional else 0) <= int(index) < count:
+                    raise CompileError(f"{source}: subgraph {s}: {what} {i} is tensor {int(index)}, but the subgraph "
+                                       f"has {count} tensors")
+
+        check(subgraph.inputs, "input", optional=False)
+        check(subgraph.outputs, "output", optional=False)
+        for o, op in enumerate(subgraph.operators or []):
+            check(op.inputs, f"operator {o}'s input", optional=True)
+            check(op.outputs, f"operator {o}'s output", optional=True)
 
 
 def operator_code(model: ModelT, index: int) -> int:

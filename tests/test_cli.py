@@ -88,6 +88,25 @@ def test_benchmark_profile_names_each_kernel(tmp_path):
     assert rows["all"][2] == "7"
 
 
+def test_benchmark_compares_with_the_peer_on_the_source_model(tmp_path):
+    import re
+    module = tmp_path / "m.vmfb"
+    assert iree_py("compile", str(EXAMPLE), "-o", str(module)).returncode == 0
+    for compare in (str(EXAMPLE), f"onnxruntime:{EXAMPLE}"):
+        r = iree_py("benchmark", str(module), f"--input=@{EXAMPLE_INPUT}", "--repeat=3", f"--compare={compare}")
+        assert r.returncode == 0, r.stderr
+        line = r.stdout.splitlines()[1]
+        match = re.fullmatch(r"onnxruntime \(small_cnn.onnx\): median ([0-9.]+) ms; iree-py ([0-9.]+) ms \(best median "
+                             r"of 4 rounds, 1 thread each\): ratio ([0-9.]+) \((faster|slower) than onnxruntime\)", line)
+        assert match, line
+        peer, ours, ratio = (float(match.group(i)) for i in (1, 2, 3))
+        assert peer > 0 and ours > 0 and ratio == pytest.approx(ours / peer, rel=0.2, abs=0.02)
+    r = iree_py("benchmark", str(module), f"--input=@{EXAMPLE_INPUT}", f"--compare={tmp_path / 'none.onnx'}")
+    assert r.returncode == 1 and "none.onnx does not exist (the peer runs the source model)" in r.stderr
+    r = iree_py("benchmark", str(module), f"--input=@{EXAMPLE_INPUT}", "--compare=model.bin")
+    assert r.returncode == 1 and "expected onnxruntime:MODEL.onnx, litert:MODEL.tflite" in r.stderr
+
+
 def test_run_prints_a_sequence_output_and_refuses_to_save_it(tmp_path):
     from onnx import TensorProto, helper, save
     seq = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None))

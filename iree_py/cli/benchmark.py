@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -10,25 +11,57 @@ from iree_py.runtime.devices import LocalDevice
 from iree_py.runtime.module import LoadedModule
 
 
-def benchmark(module: LoadedModule, function: str, inputs: list[np.ndarray], repeat: int, profile: bool) -> str:
+COMPARE_ROUNDS = 3  # --compare: the two engines take turns this many times; each keeps its best median
+
+
+def benchmark(module: LoadedModule, function: str, inputs: list[np.ndarray], repeat: int, profile: bool,
+              compare: str | None = None) -> str:
     fn = getattr(module, function)
-    fn.call(*inputs)  # warm up: first touch of the arena and the kernels
+    run = lambda: fn.call(*inputs)
+    run()  # warm up: first touch of the arena and the kernels
     device = module.device
     if profile:
         if not isinstance(device, LocalDevice):
             raise IreePyError("--profile needs the local device")
         device.set_profiling(True)
+    times = _times(run, repeat)
+    if profile:
+        device.set_profiling(False)
+    lines = [f"{function}: {repeat} runs, median {1e3 * _median(times):.3f} ms, min {1e3 * times[0]:.3f} ms"]
+    if compare is not None:
+        lines += _compare(run, compare, inputs, repeat, _median(times))
+    if profile:
+        lines += _profile_table(module, device, repeat)
+    return "\n".join(lines) + "\n"
+
+
+def _times(run: Callable[[], object], repeat: int) -> list[float]:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        fn.call(*inputs)
+        run()
         times.append(time.perf_counter() - start)
-    times.sort()
-    lines = [f"{function}: {repeat} runs, median {1e3 * times[len(times) // 2]:.3f} ms, min {1e3 * times[0]:.3f} ms"]
-    if profile:
-        device.set_profiling(False)
-        lines += _profile_table(module, device, repeat)
-    return "\n".join(lines) + "\n"
+    return sorted(times)
+
+
+def _median(times: list[float]) -> float:
+    return times[len(times) // 2]
+
+
+def _compare(ours: Callable[[], object], compare: str, inputs: list[np.ndarray], repeat: int, first: float) -> list[str]:
+    """The peer's median beside ours, the two taking turns (COMPARE_ROUNDS), best median of each:
+    a burst of load from elsewhere then hits one round rather than one engine."""
+    from iree_py.cli.peers import parse_compare, peer_runner
+    engine, model = parse_compare(compare)
+    peer = peer_runner(engine, model, inputs)
+    peer()  # warm up
+    best_ours, best_peer = first, float("inf")
+    for _ in range(COMPARE_ROUNDS):
+        best_peer = min(best_peer, _median(_times(peer, repeat)))
+        best_ours = min(best_ours, _median(_times(ours, repeat)))
+    return [f"{engine} ({model.name}): median {1e3 * best_peer:.3f} ms; iree-py {1e3 * best_ours:.3f} ms "
+            f"(best median of {COMPARE_ROUNDS + 1} rounds, 1 thread each): ratio {best_ours / best_peer:.2f} "
+            f"({'faster' if best_ours < best_peer else 'slower'} than {engine})"]
 
 
 def _profile_table(module: LoadedModule, device: LocalDevice, repeat: int) -> list[str]:

@@ -108,7 +108,8 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
         sys.stdout.write(benchmark_on_board(module.device, args.function, inputs,
                                             [s.dtype.module_code for s in fn.inputs], args.repeat, args.profile))
         return 0
-    sys.stdout.write(benchmark(module, args.function, [parse_input(t) for t in args.input], args.repeat, args.profile))
+    sys.stdout.write(benchmark(module, args.function, [parse_input(t) for t in args.input], args.repeat, args.profile,
+                               args.compare))
     return 0
 
 
@@ -195,6 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--input", action="append", default=[], help="as for run")
     b.add_argument("--repeat", type=int, default=20)
     b.add_argument("--profile", action="store_true", help="time per kernel, with the source nodes behind each")
+    b.add_argument("--compare", metavar="[ENGINE:]MODEL", help="run the source model in onnxruntime (MODEL.onnx) or "
+                   "LiteRT (MODEL.tflite) on the same inputs, taking turns, and print its latency and the ratio")
     b.set_defaults(func=_cmd_benchmark)
 
     f = sub.add_parser("flash", help="upload a module to a board running the device server")

@@ -277,6 +277,8 @@ def _convert_node(ctx: OnnxContext, n: onnx.NodeProto) -> None:
         raise ctx.error("op not supported by iree-py")
     if ctx.opset < MIN_OPSET:
         _check_old_opset(ctx, n.op_type)
+    if n.domain in DEFAULT_DOMAINS:
+        check_attributes(ctx, n)
     check_string_inputs(ctx, n)
     symbolic = pick_symbolic_converter(ctx, n)
     results = symbolic(ctx) if symbolic is not None else None
@@ -293,6 +295,25 @@ def _convert_node(ctx: OnnxContext, n: onnx.NodeProto) -> None:
     for i, name in enumerate(n.output[len(results):], start=len(results)):
         if name and name in ctx.used:
             raise ctx.error(f"output {i} ('{name}') is used but iree-py does not compute it")
+
+
+def check_attributes(ctx: OnnxContext, n: onnx.NodeProto) -> None:
+    """The node's attributes against its op's schema at the model's opset: every required one
+    present, each of the type the op defines, so converters can read them without checking."""
+    try:
+        schema = onnx.defs.get_schema(n.op_type, max(ctx.opset, 1), "")
+    except onnx.defs.SchemaError:
+        return  # an op onnx does not define at this opset: its converter says what is wrong
+    given = {a.name: a for a in n.attribute}
+    for name, spec in schema.attributes.items():
+        a = given.get(name)
+        if a is None:
+            if spec.required:
+                raise ctx.error(f"required attribute '{name}' is missing")
+            continue
+        if a.type != onnx.AttributeProto.UNDEFINED and not a.ref_attr_name and int(a.type) != int(spec.type):
+            raise ctx.error(f"attribute '{name}' is {onnx.AttributeProto.AttributeType.Name(a.type)}; {n.op_type} "
+                            f"takes {onnx.AttributeProto.AttributeType.Name(int(spec.type))}")
 
 
 def _check_old_opset(ctx: OnnxContext, op_type: str) -> None:

@@ -47,7 +47,7 @@ def dump_module(module: Module, data: bytes | None = None, *, code_bytes: bool =
         debug = {d.entry_point: d.source_nodes for d in module.debug_info or [] if d.executable == i}
         for j, ep in enumerate(exe.entry_points):
             nodes = f"  <- {', '.join(debug[j])}" if j in debug else ""
-            at = f" at {ep.code_offset:#x}" if exe.format == "flat" else ""  # elf entries come from the library
+            at = f" at {ep.code_offset:#x}" if exe.format in ("flat", "spirv") else ""  # elf: from the library
             out.append(f"  entry #{j} {ep.name}{at}: {ep.binding_count} bindings {list(ep.binding_min_lengths)} bytes, "
                        f"{ep.push_constant_count} push constants{nodes}")
     out.append("")

@@ -69,3 +69,18 @@ def dump_module(module: Module, data: bytes | None = None, *, code_bytes: bool =
 
 def _format(op: str, operands: list[object]) -> list[str]:
     return [f"[{', '.join(map(str, o))}]" if isinstance(o, list) else str(o) for o in operands]
+
+
+def executable_files(module: Module) -> dict[str, bytes]:
+    """The kernel code a module carries, as files: each SPIR-V entry point's shader as NAME.spv
+    (spirv-dis, spirv-val read them), each CPU executable's code as ARCH.elf / ARCH.bin (flat)."""
+    files: dict[str, bytes] = {}
+    for exe in module.executables:
+        if exe.format != "spirv":
+            files[f"{exe.arch}.{'bin' if exe.format == 'flat' else 'elf'}"] = bytes(exe.code)
+            continue
+        starts = [ep.code_offset for ep in exe.entry_points]
+        for ep, start, end in zip(exe.entry_points, starts, [*starts[1:], len(exe.code)]):
+            files[f"{ep.name}.spv"] = bytes(exe.code[start:end])
+    return files
+

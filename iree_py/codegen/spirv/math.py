@@ -33,6 +33,11 @@ def _clamp(b: KernelBuilder, x: Value, low: float, high: float) -> Value:
     return b.min(b.max(x, low), high)
 
 
+def _asin(b: KernelBuilder, x: Value) -> Value:
+    """2 atan(x / (1 + sqrt(1 - x^2))): GLSL.std.450 Asin is only good to ~4e-4 on Mesa."""
+    return b.ext("Atan", x / (b.ext("Sqrt", 1.0 - x * x) + 1.0)) * 2.0
+
+
 def _expm1(b: KernelBuilder, x: Value) -> Value:
     return b.ext("Exp", x) - 1.0
 
@@ -67,8 +72,10 @@ UNARY: dict[str, Callable[[KernelBuilder, Value, Attrs], Value]] = {
     "Mish": lambda b, x, a: x * b.ext("Tanh", _softplus(b, x)),
     "Gelu": lambda b, x, a: x * 0.5 * (_erf(b, x * (1.0 / math.sqrt(2.0))) + 1.0),
     "GeluTanh": lambda b, x, a: x * 0.5 * (b.ext("Tanh", (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)) + 1.0),
+    "Asin": lambda b, x, a: _asin(b, x),
+    "Acos": lambda b, x, a: math.pi / 2 - _asin(b, x),
     **{op: (lambda name: lambda b, x, a: b.ext(name, x))(op)
-       for op in ("Sin", "Cos", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh")},
+       for op in ("Sin", "Cos", "Tan", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh")},
 }
 
 

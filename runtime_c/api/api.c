@@ -59,7 +59,7 @@ irp_status_t irp_runtime_set_device(irp_runtime_t* runtime, const char* device) 
   irp_diag_t* diag = &runtime->diag;
   irp_diag_clear(diag);
   if (runtime->module_count > 0) {
-    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "the device is chosen before modules are loaded (%u loaded)",
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "the device is chosen before modules are loaded (%" PRIu32 " loaded)",
                     runtime->module_count);
   }
   if (strcmp(device, "local") == 0 || strcmp(device, "cpu") == 0) {

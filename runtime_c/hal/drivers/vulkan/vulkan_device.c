@@ -626,7 +626,8 @@ void irp_hal_vulkan_device_release(irp_hal_device_t* device) {
     vk->vkDestroyDevice(vk->device, NULL);
   }
   if (vk->instance != VK_NULL_HANDLE && vk->vkDestroyInstance != NULL) vk->vkDestroyInstance(vk->instance, NULL);
-  if (vk->library != NULL) dlclose(vk->library);
+  /* The library stays loaded (no dlclose): Vulkan drivers (lavapipe's LLVM) do not unload cleanly, and
+   * the next dlopen of it in this process is then only a reference count. */
   irp_allocator_t allocator = vk->allocator;
   irp_free(&allocator, vk);
 }

@@ -120,3 +120,20 @@ def _with_code(data: bytes, change) -> bytes:
 def test_a_corrupt_shader_is_refused_at_load(small_cnn_module: bytes, change, message: str):
     with pytest.raises(IreeRuntimeError, match=message):
         iree_py.load(_with_code(small_cnn_module, change), device="vulkan")
+
+
+@needs_vulkan
+def test_dynamic_dims_reach_the_shaders_as_push_constants():
+    x = helper.make_tensor_value_info("x", 1, ["batch", 8])
+    y = helper.make_tensor_value_info("y", 1, ["batch", 4])
+    weight = helper.make_tensor("W", 1, [8, 4], np.arange(32, dtype=np.float32).tolist())
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["h"], name="mm"),
+                               helper.make_node("Relu", ["h"], ["r"], name="relu"),
+                               helper.make_node("Softmax", ["r"], ["y"], name="sm", axis=1)], "g", [x], [y], [weight])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    data = iree_py.compile(m, target="vulkan")
+    assert "1 push constants" in dump_module(read_module(data))
+    module, session = iree_py.load(data, device="vulkan"), ort.InferenceSession(m)
+    for batch in (1, 3, 100):
+        a = np.random.default_rng(batch).standard_normal((batch, 8)).astype(np.float32) * 0.1
+        np.testing.assert_allclose(module.main(a), session.run(None, {"x": a})[0], rtol=1e-5, atol=1e-6)

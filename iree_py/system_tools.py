@@ -27,6 +27,7 @@ DEBIAN_PACKAGES: dict[str, str] = {
     "qemu-arm": "qemu-user",
     "qemu-system-arm": "qemu-system-arm",
     "qemu-system-riscv32": "qemu-system-misc",
+    "spirv-val": "spirv-tools",
 }
 
 

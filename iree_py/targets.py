@@ -19,13 +19,13 @@ from iree_py.resources import targets_dir
 class Target:
     name: str
     arch: str              # architecture of kernels and runtime: "x86_64", "aarch64", "riscv64", "thumbv7em", "riscv32"
-    backend: str           # the code generator that builds its kernels: "llvm" (iree_py/codegen/backend.py)
+    backend: str           # the code generator that builds its kernels: "llvm" | "spirv" (iree_py/codegen/backend.py)
     triple: str            # LLVM target triple
     cpu: str               # LLVM CPU name; "host" means this machine's
     features: str          # LLVM feature string; "host" means this machine's
     vector_bits: int       # preferred SIMD width for kernels
     pointer_bits: int
-    executable_format: str # "elf" (loaded and relocated) | "flat" (used in place)
+    executable_format: str # "elf" (loaded and relocated) | "flat" (used in place) | "spirv" (shaders)
     runtime: str           # how the runtime is built: "native" | "cross-linux" | "bare-metal"
     run: str               # how modules run from the host harness: "local" | "qemu-user" | "qemu-system"
     cross_cc: str = ""     # C cross compiler, for runtime = "cross-linux" | "bare-metal"
@@ -37,6 +37,17 @@ class Target:
     flash_bytes: int = 0   # bare metal: module storage in the firmware (the default for compile --flash)
     runtime_ram_bytes: int = 0  # bare metal: RAM of ram_bytes the device server and runtime records take
     vector_registers: int = 16  # SIMD registers kernels may tile for (x86 AVX: 16, AVX-512/NEON: 32)
+    # GPU targets (backend = "spirv"): the device limits kernels are built for (docs/vulkan.md)
+    device: str = ""            # the runtime device that runs its modules: "" (the CPU) | "vulkan"
+    spirv_env: str = ""         # spirv-val --target-env every shader must pass ("vulkan1.2")
+    workgroup_size: int = 0     # invocations per workgroup kernels are written for (<= max_workgroup_invocations)
+    max_workgroup_invocations: int = 0
+    max_workgroup_count: int = 0  # per grid axis
+    shared_memory_bytes: int = 0  # workgroup-shared memory per workgroup
+    push_constant_bytes: int = 0  # push constants per dispatch
+    subgroup_size: int = 0
+    storage_buffer_offset_alignment: int = 0  # minStorageBufferOffsetAlignment the driver binds at
+    max_storage_buffer_range: int = 0         # bytes one binding may span
 
     @property
     def vector_lanes_f32(self) -> int:

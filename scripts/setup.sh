@@ -17,6 +17,8 @@ APT_PACKAGES=(
   qemu-system-arm qemu-system-misc # emulated boards: MPS2 (Cortex-M4/M7) and riscv32 virt
   flatbuffers-compiler             # flatc: the module schema test
   clang                            # libFuzzer + ASan/UBSan: the C fuzz harnesses (runtime_c/fuzz/)
+  mesa-vulkan-drivers libvulkan-dev vulkan-tools   # lavapipe (Vulkan on the CPU), headers for the driver
+  spirv-tools spirv-headers vulkan-validationlayers # spirv-val on every shader; the SPIR-V grammar
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -123,7 +123,15 @@ def _cmd_dump(args: argparse.Namespace) -> int:
     from iree_py.module.dump import dump_module
     from iree_py.module.reader import read_module
     data = Path(args.module).read_bytes()
-    sys.stdout.write(dump_module(read_module(data), data))
+    module = read_module(data)
+    sys.stdout.write(dump_module(module, data))
+    if args.extract:
+        from iree_py.module.dump import executable_files
+        out = Path(args.extract)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, code in executable_files(module).items():
+            (out / name).write_bytes(code)
+            print(f"wrote {out / name} ({len(code)} bytes)")
     return 0
 
 
@@ -181,7 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a module's function on inputs")
     r.add_argument("module")
     r.add_argument("--function", default="main")
-    r.add_argument("--device", default="local", help="local (this host), qemu (the module's architecture under qemu-user), "
+    r.add_argument("--device", default="local", help="local (this host), vulkan (a Vulkan device: modules of "
+                   "--target=vulkan), qemu (the module's architecture under qemu-user), "
                    "or a board: serial://PORT, socket://HOST:PORT")
     r.add_argument("--input", action="append", default=[], help="@x.npy, SHAPExDTYPE=@x.npy or SHAPExDTYPE=1,2,3 (one per input, in order)")
     r.add_argument("--output", action="append", default=[], help="@y.npy: where to save each output (one per output, in order)")
@@ -207,6 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("dump", help="print a module: functions, bytecode, kernels, constants, memory plan")
     d.add_argument("module")
+    d.add_argument("--extract", metavar="DIR", help="also write the kernel code into DIR: each SPIR-V shader as "
+                                                    "ENTRY.spv, each CPU executable as ARCH.elf (flat: ARCH.bin)")
     d.set_defaults(func=_cmd_dump)
 
     g = sub.add_parser("debug", help="find the first layer whose output differs from onnxruntime's, on any target and device")

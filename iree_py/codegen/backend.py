@@ -1,5 +1,5 @@
 """The backend interface: what the compiler asks of the code generator a target names in its data
-(`backend = "llvm"` in targets/*.toml). Nothing above codegen/ imports a backend's package; the
+(`backend = "llvm"` or `"spirv"` in targets/*.toml). Nothing above codegen/ imports a backend's package; the
 compiler gets the backend here and calls its two steps:
 
 - plan(dispatch, target): the backend's choice of kernel variant and constant-weight layout for one
@@ -24,6 +24,7 @@ from iree_py.targets import Target
 # backend name (a target's `backend`) -> the package that defines its BACKEND
 BACKENDS: dict[str, str] = {
     "llvm": "iree_py.codegen.llvm",
+    "spirv": "iree_py.codegen.spirv",
 }
 
 

@@ -47,7 +47,7 @@ def dump_module(module: Module, data: bytes | None = None, *, code_bytes: bool =
         debug = {d.entry_point: d.source_nodes for d in module.debug_info or [] if d.executable == i}
         for j, ep in enumerate(exe.entry_points):
             nodes = f"  <- {', '.join(debug[j])}" if j in debug else ""
-            at = f" at {ep.code_offset:#x}" if exe.format == "flat" else ""  # elf entries come from the library
+            at = f" at {ep.code_offset:#x}" if exe.format in ("flat", "spirv") else ""  # elf: from the library
             out.append(f"  entry #{j} {ep.name}{at}: {ep.binding_count} bindings {list(ep.binding_min_lengths)} bytes, "
                        f"{ep.push_constant_count} push constants{nodes}")
     out.append("")
@@ -69,3 +69,18 @@ def dump_module(module: Module, data: bytes | None = None, *, code_bytes: bool =
 
 def _format(op: str, operands: list[object]) -> list[str]:
     return [f"[{', '.join(map(str, o))}]" if isinstance(o, list) else str(o) for o in operands]
+
+
+def executable_files(module: Module) -> dict[str, bytes]:
+    """The kernel code a module carries, as files: each SPIR-V entry point's shader as NAME.spv
+    (spirv-dis, spirv-val read them), each CPU executable's code as ARCH.elf / ARCH.bin (flat)."""
+    files: dict[str, bytes] = {}
+    for exe in module.executables:
+        if exe.format != "spirv":
+            files[f"{exe.arch}.{'bin' if exe.format == 'flat' else 'elf'}"] = bytes(exe.code)
+            continue
+        starts = [ep.code_offset for ep in exe.entry_points]
+        for ep, start, end in zip(exe.entry_points, starts, [*starts[1:], len(exe.code)]):
+            files[f"{ep.name}.spv"] = bytes(exe.code[start:end])
+    return files
+

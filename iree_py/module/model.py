@@ -129,7 +129,7 @@ class Module:
     messages: list[str] = field(default_factory=list)
 
 
-EXECUTABLE_FORMATS = ("elf", "flat")  # ExecutableFormat in module.fbs, in order
+EXECUTABLE_FORMATS = ("elf", "flat", "spirv")  # ExecutableFormat in module.fbs, in order
 FILE_IDENTIFIER = b"IRPY"
 CONSTANT_ALIGNMENT = 64
 MESSAGE_CODE_BASE = 0x10000  # check/fail code of Module.messages[0]

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from iree_py.runtime.serial_device import SerialDevice
 
 HOST_ARCH = {"x86_64": "x86_64", "AMD64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}[platform.machine()]
+SPIRV_ARCH = "spirv"  # the arch tag of Vulkan executables (targets/vulkan.toml)
 
 
 def module_image(source: bytes | Path) -> np.ndarray:
@@ -111,9 +112,11 @@ class KernelProfile:
 
 
 class LocalDevice:
-    """The host runtime library, called through its C API."""
+    """The host runtime library, called through its C API; `device` is the runtime's device that runs
+    the dispatches: "local" (the CPU) or "vulkan" (its Vulkan driver, for "spirv" modules)."""
 
-    def __init__(self, image: np.ndarray | bytes, kernel_sources: KernelSources | None = None) -> None:
+    def __init__(self, image: np.ndarray | bytes, kernel_sources: KernelSources | None = None,
+                 device: str = "local") -> None:
         self.lib = capi.library()
         self.kernel_sources = kernel_sources or KernelSources()
         # The runtime uses the module's constants in place: the image must outlive the module.
@@ -123,6 +126,8 @@ class LocalDevice:
         self.runtime = ctypes.c_void_p()
         allocator = self.lib.irp_allocator_system()
         self._check(self.lib.irp_runtime_create(ctypes.byref(allocator), ctypes.byref(self.runtime)), "create runtime")
+        if device != "local":
+            self._check(self.lib.irp_runtime_set_device(self.runtime, device.encode()), f"device {device}")
         self.module = ctypes.c_void_p()
         self._check(self.lib.irp_module_load(self.runtime, self._bytes.ctypes.data, len(data), ctypes.byref(self.module)),
                     "load module")
@@ -318,7 +323,15 @@ def open_device(device: str, image: np.ndarray, module: Module) -> LocalDevice |
     archs = [e.arch for e in module.executables]
     arch = archs[0] if archs else HOST_ARCH
     sources = KernelSources.of(module)
+    if device == "vulkan":
+        if arch != SPIRV_ARCH:
+            raise IreePyError(f"this module was compiled for {arch}; device 'vulkan' runs modules compiled with "
+                              f"--target=vulkan")
+        return LocalDevice(image, sources, device="vulkan")
     if device in ("local", "host"):
+        if arch == SPIRV_ARCH:
+            raise IreePyError("this module was compiled for Vulkan (spirv): run it with device='vulkan' "
+                              "(--device=vulkan)")
         if arch != HOST_ARCH:
             raise IreePyError(f"this module was compiled for {arch}; this host is {HOST_ARCH}: "
                               f"run it with device='qemu' (--device=qemu)")
@@ -341,4 +354,5 @@ def open_device(device: str, image: np.ndarray, module: Module) -> LocalDevice |
     if device == "qemu" or device.startswith("qemu-"):
         return QemuDevice(image, device.removeprefix("qemu-") if device.startswith("qemu-") else arch, has_state(module),
                           sources)
-    raise IreePyError(f"unknown device {device!r}: use 'local', 'qemu', 'qemu:TARGET', serial://PORT or socket://HOST:PORT")
+    raise IreePyError(f"unknown device {device!r}: use 'local', 'vulkan', 'qemu', 'qemu:TARGET', serial://PORT or "
+                      f"socket://HOST:PORT")

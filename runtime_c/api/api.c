@@ -6,12 +6,18 @@
 
 #include "../base/allocator.h"
 #include "../hal/sync_device.h"
+#if IRP_HAVE_VULKAN
+#include "../hal/drivers/vulkan/vulkan_device.h"
+#endif
 #include "../vm/interp.h"
 #include "iree_py_runtime.h"
 
 struct irp_runtime_t {
   irp_allocator_t allocator;
-  irp_hal_device_t device; /* runs every module's dispatches: the synchronous CPU driver */
+  irp_hal_device_t cpu_device; /* the synchronous CPU driver */
+  irp_hal_device_t* device;    /* runs every module's dispatches: &cpu_device or a Vulkan device */
+  irp_hal_device_t* vulkan;    /* the Vulkan device (irp_runtime_set_device), NULL if none */
+  uint32_t module_count;       /* modules loaded and not released: the device cannot change under them */
   size_t memory_limit;     /* 0: IRP_MAX_MODULE_MEMORY (irp_runtime_set_memory_limit) */
   char message[IRP_MAX_MESSAGE_LENGTH];
   irp_diag_t diag;
@@ -27,6 +33,9 @@ struct irp_module_t {
   irp_vm_pool_t pool;
   void* pool_storage;        /* the pool's region and block table (vm/pool.h) */
   irp_vm_entry_profile_t* profile; /* one slot per loaded entry point; state.profile points here when on */
+  irp_hal_device_t* device;        /* the runtime's device when the module was loaded */
+  const uint8_t* constants_base;   /* the span of the constants given to device->register_constants */
+  bool constants_registered;
 };
 
 irp_status_t irp_runtime_create(const irp_allocator_t* allocator, irp_runtime_t** out_runtime) {
@@ -37,15 +46,47 @@ irp_status_t irp_runtime_create(const irp_allocator_t* allocator, irp_runtime_t*
   if (runtime == NULL) return IRP_OUT_OF_MEMORY;
   memset(runtime, 0, sizeof(*runtime));
   runtime->allocator = *allocator;
-  irp_hal_sync_device_initialize(&runtime->device);
+  irp_hal_sync_device_initialize(&runtime->cpu_device);
+  runtime->device = &runtime->cpu_device;
   runtime->diag.message = runtime->message;
   runtime->diag.capacity = sizeof(runtime->message);
   *out_runtime = runtime;
   return IRP_OK;
 }
 
+irp_status_t irp_runtime_set_device(irp_runtime_t* runtime, const char* device) {
+  if (runtime == NULL || device == NULL) return IRP_INVALID_ARGUMENT;
+  irp_diag_t* diag = &runtime->diag;
+  irp_diag_clear(diag);
+  if (runtime->module_count > 0) {
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "the device is chosen before modules are loaded (%" PRIu32 " loaded)",
+                    runtime->module_count);
+  }
+  if (strcmp(device, "local") == 0 || strcmp(device, "cpu") == 0) {
+    runtime->device = &runtime->cpu_device;
+    return IRP_OK;
+  }
+  if (strcmp(device, "vulkan") != 0) {
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "unknown device '%s': this runtime has 'local'%s", device,
+                    IRP_HAVE_VULKAN ? " and 'vulkan'" : "");
+  }
+#if IRP_HAVE_VULKAN
+  if (runtime->vulkan == NULL) {
+    IRP_RETURN_IF_ERROR(irp_hal_vulkan_device_create(&runtime->allocator, diag, &runtime->vulkan));
+  }
+  runtime->device = runtime->vulkan;
+  return IRP_OK;
+#else
+  return IRP_FAIL(diag, IRP_UNSUPPORTED, "this runtime was built without the Vulkan driver (IRP_HAVE_VULKAN=0: "
+                  "install libvulkan-dev and rebuild it)");
+#endif
+}
+
 void irp_runtime_release(irp_runtime_t* runtime) {
   if (runtime == NULL) return;
+#if IRP_HAVE_VULKAN
+  irp_hal_vulkan_device_release(runtime->vulkan);
+#endif
   irp_allocator_t allocator = runtime->allocator;
   allocator.free(allocator.ctx, runtime);
 }
@@ -104,17 +145,24 @@ static irp_status_t irp_module_allocate_state(irp_module_t* module) {
                     vm->name, total, (unsigned long long)vm->arena_size, (unsigned long long)vm->pool_size, depth,
                     vm->max_i64_registers, vm->max_ref_registers, limit);
   }
-  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, arena_bytes, 1, IRP_ARENA_ALIGNMENT, diag,
-                                          (void**)&module->state.arena));
-  /* Not zeroed (pool blocks' contents are undefined): a large pool costs no memory until used. */
-  module->pool_storage = allocator->alloc(allocator->ctx, pool_bytes, IRP_ARENA_ALIGNMENT);
+  irp_hal_device_t* device = module->runtime->device;
+  if (device->vtable->allocate_buffer != NULL) { /* memory the device's dispatches can bind */
+    IRP_RETURN_IF_ERROR(device->vtable->allocate_buffer(device, arena_bytes, (void**)&module->state.arena, diag));
+    memset(module->state.arena, 0, arena_bytes);
+    IRP_RETURN_IF_ERROR(device->vtable->allocate_buffer(device, pool_bytes, &module->pool_storage, diag));
+  } else {
+    IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, arena_bytes, 1, IRP_ARENA_ALIGNMENT, diag,
+                                            (void**)&module->state.arena));
+    /* Not zeroed (pool blocks' contents are undefined): a large pool costs no memory until used. */
+    module->pool_storage = allocator->alloc(allocator->ctx, pool_bytes, IRP_ARENA_ALIGNMENT);
+  }
   if (module->pool_storage == NULL) {
     return IRP_FAIL(diag, IRP_OUT_OF_MEMORY, "module '%s': out of memory allocating its %llu-byte pool", vm->name,
                     (unsigned long long)vm->pool_size);
   }
   irp_vm_pool_init(&module->pool, (uint8_t*)module->pool_storage, vm->pool_size);
   module->state.pool = &module->pool;
-  module->state.device = &module->runtime->device;
+  module->state.device = module->runtime->device;
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, max_i64_values, sizeof(int64_t), 8, diag,
                                           (void**)&module->i64_values));
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, depth * vm->max_i64_registers, sizeof(int64_t), 8, diag,
@@ -131,6 +179,26 @@ static irp_status_t irp_module_allocate_state(irp_module_t* module) {
                              (void**)&module->output_refs);
 }
 
+/* A device with memory of its own gets the module's constants once: the span from the first to the
+ * end of the last (they lie in the module bytes, in order of the writer's choosing). */
+static irp_status_t irp_module_register_constants(irp_module_t* module) {
+  irp_hal_device_t* device = module->device;
+  if (device->vtable->register_constants == NULL) return IRP_OK;
+  const uint8_t* begin = NULL;
+  const uint8_t* end = NULL;
+  for (uint32_t i = 0; i < module->vm.constant_count; ++i) {
+    const irp_vm_constant_t* c = &module->vm.constants[i];
+    if (c->length == 0) continue;
+    if (begin == NULL || c->data < begin) begin = c->data;
+    if (end == NULL || c->data + c->length > end) end = c->data + c->length;
+  }
+  if (begin == NULL) return IRP_OK;
+  IRP_RETURN_IF_ERROR(device->vtable->register_constants(device, begin, (size_t)(end - begin), &module->runtime->diag));
+  module->constants_base = begin;
+  module->constants_registered = true;
+  return IRP_OK;
+}
+
 irp_status_t irp_module_load(irp_runtime_t* runtime, const void* data, size_t length,
                              irp_module_t** out_module) {
   if (runtime == NULL || out_module == NULL) return IRP_INVALID_ARGUMENT;
@@ -140,11 +208,16 @@ irp_status_t irp_module_load(irp_runtime_t* runtime, const void* data, size_t le
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(&runtime->allocator, 1, sizeof(irp_module_t), 16, &runtime->diag,
                                           (void**)&module));
   module->runtime = runtime;
-  irp_status_t status = irp_vm_module_load(&runtime->allocator, data, length, &runtime->diag, &module->vm);
+  module->device = runtime->device;
+  runtime->module_count += 1;
+  const char* arch = module->device->vtable->executable_arch;
+  irp_status_t status = irp_vm_module_load_for_arch(&runtime->allocator, data, length,
+                                                    arch != NULL ? arch : IRP_ARCH_NAME, &runtime->diag, &module->vm);
   for (uint32_t i = 0; status == IRP_OK && i < module->vm.executable_count; ++i) {
-    status = irp_hal_device_prepare_executable(&runtime->device, &runtime->allocator, &module->vm.executables[i].hal,
+    status = irp_hal_device_prepare_executable(module->device, &runtime->allocator, &module->vm.executables[i].hal,
                                                &runtime->diag);
   }
+  if (status == IRP_OK) status = irp_module_register_constants(module);
   if (status == IRP_OK) status = irp_module_allocate_state(module);
   if (status != IRP_OK) {
     irp_module_release(module);
@@ -157,13 +230,22 @@ irp_status_t irp_module_load(irp_runtime_t* runtime, const void* data, size_t le
 void irp_module_release(irp_module_t* module) {
   if (module == NULL) return;
   const irp_allocator_t* allocator = &module->runtime->allocator;
+  irp_hal_device_t* device = module->device;
+  (void)irp_hal_device_synchronize(device, &module->runtime->diag); /* nothing may still run on its buffers */
   for (uint32_t i = 0; i < module->vm.executable_count; ++i) {
-    irp_hal_device_release_executable(&module->runtime->device, allocator, &module->vm.executables[i].hal);
+    irp_hal_device_release_executable(device, allocator, &module->vm.executables[i].hal);
   }
+  if (module->constants_registered) device->vtable->unregister_constants(device, module->constants_base);
   irp_vm_module_free(allocator, &module->vm);
   irp_free(allocator, module->profile);
-  irp_free(allocator, module->state.arena);
-  irp_free(allocator, module->pool_storage);
+  if (device->vtable->free_buffer != NULL) {
+    device->vtable->free_buffer(device, module->state.arena);
+    device->vtable->free_buffer(device, module->pool_storage);
+  } else {
+    irp_free(allocator, module->state.arena);
+    irp_free(allocator, module->pool_storage);
+  }
+  module->runtime->module_count -= 1;
   irp_free(allocator, module->i64_values);
   irp_free(allocator, module->state.i64_registers);
   irp_free(allocator, module->state.ref_registers);
@@ -450,8 +532,12 @@ irp_status_t irp_call(irp_module_t* module, int32_t function, const irp_buffer_v
   }
   IRP_RETURN_IF_ERROR(irp_collect_input_dims(module, f, inputs));
   irp_vm_pool_reset(&module->pool);
-  IRP_RETURN_IF_ERROR(irp_vm_invoke(&module->vm, &module->state, function, module->input_refs, module->i64_values,
-                                    module->output_refs, module->i64_values, diag));
+  irp_status_t status = irp_vm_invoke(&module->vm, &module->state, function, module->input_refs, module->i64_values,
+                                      module->output_refs, module->i64_values, diag);
+  /* Queued dispatches (a Vulkan device) finish before the outputs are read, or before an error returns. */
+  irp_status_t synchronized = irp_hal_device_synchronize(module->device, status == IRP_OK ? diag : NULL);
+  IRP_RETURN_IF_ERROR(status);
+  IRP_RETURN_IF_ERROR(synchronized);
   int32_t next_dim = 0;
   for (int32_t i = 0; i < output_count; ++i) {
     IRP_RETURN_IF_ERROR(irp_fill_output(module, f, i, &module->output_refs[i], &next_dim, &out_outputs[i]));

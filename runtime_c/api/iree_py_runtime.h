@@ -53,6 +53,12 @@ const char* irp_runtime_error_message(const irp_runtime_t* runtime);
  * means IRP_MAX_MODULE_MEMORY (base/config.h): on a hosted build by default the machine's physical
  * memory, on bare metal by default only what the allocator gives. */
 void irp_runtime_set_memory_limit(irp_runtime_t* runtime, size_t bytes);
+/* Chooses the device that runs the dispatches of the modules loaded from now on: "local" (the
+ * default: the synchronous CPU driver, executables for this build's CPU) or "vulkan" (the Vulkan
+ * driver: "spirv" executables; docs/vulkan.md). Call it before loading modules. A build without
+ * the Vulkan driver, a missing libvulkan.so.1 or no Vulkan device is IRP_UNSUPPORTED with a message
+ * saying which; the runtime then keeps its previous device. */
+irp_status_t irp_runtime_set_device(irp_runtime_t* runtime, const char* device);
 
 /* Verifies the whole module (every offset, register, branch target, executable) before returning
  * it; nothing in it is trusted afterwards. */

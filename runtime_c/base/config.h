@@ -79,6 +79,24 @@
 #define IRP_ARENA_ALIGNMENT 64
 #endif
 
+/* 1: the Vulkan driver (hal/drivers/vulkan/) is built: a runtime can run "spirv" executables on a
+ * Vulkan device. It needs the Vulkan headers at build time only: libvulkan.so.1 is opened at run
+ * time (dlopen), so a machine without it gets an error naming the library, not a failed start.
+ * runtime_c/Makefile sets it when <vulkan/vulkan.h> is installed on a hosted build. */
+#ifndef IRP_HAVE_VULKAN
+#define IRP_HAVE_VULKAN 0
+#endif
+
+/* The Vulkan loader the driver opens; the environment variable IRP_VULKAN_LIBRARY overrides it. */
+#ifndef IRP_VULKAN_LIBRARY
+#define IRP_VULKAN_LIBRARY "libvulkan.so.1"
+#endif
+
+/* Most host buffers (inputs the caller owns) one Vulkan submission copies into device memory. */
+#ifndef IRP_VULKAN_MAX_STAGED
+#define IRP_VULKAN_MAX_STAGED 64
+#endif
+
 /* The architecture this build runs kernels for; it must equal an executable's `arch`. */
 #ifndef IRP_ARCH_NAME
 #if defined(__x86_64__)

@@ -12,6 +12,14 @@
  * hal/cpu_executable.h), and a Vulkan driver would prepare pipelines and record the grid into a
  * command buffer. The VM (vm/interp.c) only calls through the vtable.
  *
+ * Memory a device can reach: a CPU device reaches all host memory. A device with memory of its own
+ * (Vulkan) allocates the arena and pool through `allocate_buffer` (mapped, so the VM uses their
+ * pointers as usual), takes a copy of the module's constants once at load (`register_constants`),
+ * and may queue dispatches until `synchronize`, which the VM calls before the host reads or writes
+ * tensor bytes (buffer_copy, buffer_load/store_i64) and the API calls at the end of every call.
+ * These four members are optional: NULL means host memory from the allocator and nothing to wait
+ * for, which is what the CPU drivers leave them as.
+ *
  * Ownership: the caller owns the device and everything a dispatch points to; the device borrows
  * them for the call. Nothing in the dispatch path allocates.
  *
@@ -53,9 +61,22 @@ typedef struct irp_hal_device_vtable_t {
   /* Releases what prepare_executable made; does nothing for an executable never prepared. */
   void (*release_executable)(irp_hal_device_t* device, const irp_allocator_t* allocator,
                              irp_hal_executable_t* executable);
-  /* Runs every workgroup of `dispatch` (see Errors above). */
+  /* Runs every workgroup of `dispatch` (see Errors above), or queues it to run by `synchronize`. */
   irp_status_t (*dispatch)(irp_hal_device_t* device, const irp_hal_dispatch_t* dispatch,
                            irp_hal_kernel_failure_t* out_failure, irp_diag_t* diag);
+  /* Optional (see "Memory" above). The architecture of the executables it prepares; NULL: this
+   * build's CPU (IRP_ARCH_NAME). */
+  const char* executable_arch;
+  /* Optional: `size` zeroed bytes, aligned to IRP_ARENA_ALIGNMENT, that dispatches can bind;
+   * *out_data stays NULL on failure. */
+  irp_status_t (*allocate_buffer)(irp_hal_device_t* device, size_t size, void** out_data, irp_diag_t* diag);
+  void (*free_buffer)(irp_hal_device_t* device, void* data);
+  /* Optional: [data, data + length) holds read-only constants that dispatches bind by pointer;
+   * unregister_constants(data) forgets them (before the bytes go away). */
+  irp_status_t (*register_constants)(irp_hal_device_t* device, const void* data, size_t length, irp_diag_t* diag);
+  void (*unregister_constants)(irp_hal_device_t* device, const void* data);
+  /* Optional: runs what `dispatch` queued and waits for it, reporting a kernel failure as dispatch does. */
+  irp_status_t (*synchronize)(irp_hal_device_t* device, irp_diag_t* diag);
 } irp_hal_device_vtable_t;
 
 /* A driver's device struct starts with this member, so a pointer to it is a pointer to the device. */
@@ -77,6 +98,10 @@ static inline void irp_hal_device_release_executable(irp_hal_device_t* device, c
 static inline irp_status_t irp_hal_device_dispatch(irp_hal_device_t* device, const irp_hal_dispatch_t* dispatch,
                                                    irp_hal_kernel_failure_t* out_failure, irp_diag_t* diag) {
   return device->vtable->dispatch(device, dispatch, out_failure, diag);
+}
+
+static inline irp_status_t irp_hal_device_synchronize(irp_hal_device_t* device, irp_diag_t* diag) {
+  return device->vtable->synchronize != NULL ? device->vtable->synchronize(device, diag) : IRP_OK;
 }
 
 #endif /* IRP_HAL_DEVICE_H_ */

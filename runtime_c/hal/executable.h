@@ -19,13 +19,14 @@ typedef struct irp_hal_entry_point_t {
   uint16_t binding_count;
   uint16_t push_constant_count;
   uint64_t* binding_min_lengths; /* binding_count values */
-  uint32_t code_offset;          /* flat executables: where the function starts in `code` (Thumb: | 1) */
+  uint32_t code_offset;          /* flat: where the function starts in `code` (Thumb: | 1); spirv: the shader */
 } irp_hal_entry_point_t;
 
 /* ExecutableFormat in flatbuffers/module.fbs. */
 typedef enum irp_hal_executable_format_e {
   IRP_EXECUTABLE_FORMAT_ELF = 0,  /* a shared object, loaded and relocated (hal/elf_loader.h) */
   IRP_EXECUTABLE_FORMAT_FLAT = 1, /* a memory image used in place (hal/flat_executable.h) */
+  IRP_EXECUTABLE_FORMAT_SPIRV = 2, /* SPIR-V shaders, one per entry point at its code_offset (a Vulkan device) */
 } irp_hal_executable_format_t;
 
 typedef struct irp_hal_executable_t {
@@ -37,7 +38,7 @@ typedef struct irp_hal_executable_t {
   size_t code_length;
   /* Filled when a CPU device prepares the executable: one function per entry point, same order. */
   irp_kernel_fn_t* kernels;
-  void* image; /* the loaded kernel library, owned by the device that prepared it */
+  void* image; /* the loaded kernel library (Vulkan: the pipelines), owned by the device that prepared it */
 } irp_hal_executable_t;
 
 #endif /* IRP_HAL_EXECUTABLE_H_ */

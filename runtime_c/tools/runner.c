@@ -1,7 +1,7 @@
 /* irp-run: load a module, feed it inputs from raw files, run a function, write its outputs.
  *
  *   irp-run MODULE.vmfb [--function=NAME] [--input=FILE.bin [--shape=DxDx...]]... [--output=FILE.bin]...
- *           [--output-shapes=FILE.txt] [--repeat=N] [--print] [--stats]
+ *           [--output-shapes=FILE.txt] [--repeat=N] [--print] [--stats] [--device=local|vulkan]
  *   irp-run --info MODULE.vmfb
  *
  * Inputs are raw little-endian bytes; their dtype and shape come from the signature, except that an
@@ -24,6 +24,7 @@
 typedef struct options_t {
   const char* module_path;
   const char* function;
+  const char* device; /* irp_runtime_set_device; NULL: the default (local) */
   const char* inputs[MAX_FILES];
   const char* input_shapes[MAX_FILES]; /* --shape after each --input, or NULL */
   int input_count;
@@ -42,7 +43,7 @@ static int usage(const char* problem) {
   fprintf(stderr, "irp-run: %s\n", problem);
   fprintf(stderr,
           "usage: irp-run MODULE.vmfb [--function=NAME] [--input=FILE.bin [--shape=DxD...]]... [--output=FILE.bin]...\n"
-          "               [--output-shapes=FILE.txt] [--repeat=N] [--print] [--stats]\n"
+          "               [--output-shapes=FILE.txt] [--repeat=N] [--print] [--stats] [--device=local|vulkan]\n"
           "       irp-run --info MODULE.vmfb\n");
   return 2;
 }
@@ -52,7 +53,9 @@ static int parse_options(int argc, char** argv, options_t* options) {
   options->function = "main";
   for (int i = 1; i < argc; ++i) {
     const char* arg = argv[i];
-    if (strncmp(arg, "--function=", 11) == 0) {
+    if (strncmp(arg, "--device=", 9) == 0) {
+      options->device = arg + 9;
+    } else if (strncmp(arg, "--function=", 11) == 0) {
       options->function = arg + 11;
     } else if (strncmp(arg, "--input=", 8) == 0) {
       if (options->input_count == MAX_FILES) return usage("too many --input");
@@ -367,7 +370,10 @@ int main(int argc, char** argv) {
     free(data);
     return 1;
   }
-  if (irp_module_load(runtime, data, length, &module) != IRP_OK) {
+  if (options.device != NULL && irp_runtime_set_device(runtime, options.device) != IRP_OK) {
+    fprintf(stderr, "irp-run: --device=%s: %s\n", options.device, irp_runtime_error_message(runtime));
+    code = 1;
+  } else if (irp_module_load(runtime, data, length, &module) != IRP_OK) {
     fprintf(stderr, "irp-run: %s: %s\n", options.module_path, irp_runtime_error_message(runtime));
     code = 1;
   } else {

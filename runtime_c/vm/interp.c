@@ -122,8 +122,9 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
   return IRP_OK;
 }
 
-static irp_status_t irp_buffer_copy(const irp_vm_function_t* function, const irp_vm_window_t* window,
-                                    size_t insn_pc, uint16_t dst, uint16_t src, irp_diag_t* diag) {
+static irp_status_t irp_buffer_copy(const irp_vm_state_t* state, const irp_vm_function_t* function,
+                                    const irp_vm_window_t* window, size_t insn_pc, uint16_t dst, uint16_t src,
+                                    irp_diag_t* diag) {
   const irp_vm_ref_t* to = &REF(dst);
   const irp_vm_ref_t* from = &REF(src);
   if (to->data == NULL) return irp_unset_ref(function, insn_pc, "buffer_copy", dst, diag);
@@ -137,6 +138,7 @@ static irp_status_t irp_buffer_copy(const irp_vm_function_t* function, const irp
                     "%s: bytecode at %zu: buffer_copy of %zu bytes into a %zu-byte buffer",
                     function->name, insn_pc, from->length, to->length);
   }
+  IRP_RETURN_IF_ERROR(irp_hal_device_synchronize(state->device, diag)); /* queued kernels write these bytes */
   memmove(to->data, from->data, from->length);
   return IRP_OK;
 }
@@ -514,13 +516,14 @@ static irp_status_t irp_step(const irp_vm_module_t* module, const irp_vm_state_t
     case IRP_OP_BUFFER_COPY: {
       uint16_t dst = READ_U16();
       uint16_t src = READ_U16();
-      IRP_RETURN_IF_ERROR(irp_buffer_copy(function, window, insn_pc, dst, src, diag));
+      IRP_RETURN_IF_ERROR(irp_buffer_copy(state, function, window, insn_pc, dst, src, diag));
       break;
     }
     case IRP_OP_BUFFER_LOAD_I64: {
       uint16_t dst = READ_U16();
       uint16_t src = READ_U16();
       int64_t offset = I64(READ_U16());
+      IRP_RETURN_IF_ERROR(irp_hal_device_synchronize(state->device, diag)); /* the host reads kernel results */
       IRP_RETURN_IF_ERROR(irp_buffer_i64(function, window, insn_pc, false, src, offset, &I64(dst), diag));
       break;
     }
@@ -528,6 +531,7 @@ static irp_status_t irp_step(const irp_vm_module_t* module, const irp_vm_state_t
       uint16_t dst = READ_U16();
       int64_t offset = I64(READ_U16());
       int64_t value = I64(READ_U16());
+      IRP_RETURN_IF_ERROR(irp_hal_device_synchronize(state->device, diag));
       IRP_RETURN_IF_ERROR(irp_buffer_i64(function, window, insn_pc, true, dst, offset, &value, diag));
       break;
     }

@@ -312,9 +312,10 @@ static irp_status_t irp_load_executable(const irp_allocator_t* allocator, const 
   uint8_t format;
   irp_fb_vector_t entries, code;
   IRP_RETURN_IF_ERROR(irp_fb_u8(fb, table, EXECUTABLE_FORMAT, 0, &format));
-  if (format != IRP_EXECUTABLE_FORMAT_ELF && format != IRP_EXECUTABLE_FORMAT_FLAT) {
+  if (format != IRP_EXECUTABLE_FORMAT_ELF && format != IRP_EXECUTABLE_FORMAT_FLAT &&
+      format != IRP_EXECUTABLE_FORMAT_SPIRV) {
     return IRP_FAIL(fb->diag, IRP_UNSUPPORTED,
-                    "executable for %s has format %u; this runtime loads elf (0) and flat (1)",
+                    "executable for %s has format %u; this runtime loads elf (0), flat (1) and spirv (2)",
                     out_executable->arch, format);
   }
   out_executable->format = (irp_hal_executable_format_t)format;
@@ -341,6 +342,7 @@ static irp_status_t irp_load_executable(const irp_allocator_t* allocator, const 
     if (out_executable->format == IRP_EXECUTABLE_FORMAT_FLAT) {
       IRP_RETURN_IF_ERROR(irp_check_flat_entry(fb, out_executable, &out_executable->entry_points[i]));
     }
+    /* spirv: the device checks each shader (magic, version, entry point) when it prepares them. */
   }
   return IRP_OK;
 }
@@ -373,7 +375,7 @@ static irp_status_t irp_load_executables(const irp_allocator_t* allocator, const
     IRP_RETURN_IF_ERROR(irp_fb_vector_table(fb, &vector, i, &table));
     IRP_RETURN_IF_ERROR(irp_fb_string(fb, &table, EXECUTABLE_ARCH, &arch, &arch_length));
     irp_append_arch(archs, sizeof(archs), arch);
-    if (strcmp(arch, IRP_ARCH_NAME) != 0) continue;
+    if (strcmp(arch, module->arch) != 0) continue;
     irp_vm_executable_t* executable = &module->executables[module->executable_count++];
     executable->hal.arch = arch;
     executable->first_entry_index = module->entry_point_count;
@@ -383,7 +385,7 @@ static irp_status_t irp_load_executables(const irp_allocator_t* allocator, const
   if (module->executable_count == 0) {
     return IRP_FAIL(fb->diag, IRP_UNSUPPORTED,
                     "module '%s' has executables for [%s] but this runtime runs %s", module->name,
-                    archs, IRP_ARCH_NAME);
+                    archs, module->arch);
   }
   return IRP_OK;
 }
@@ -432,8 +434,14 @@ static irp_status_t irp_load_module_tables(const irp_allocator_t* allocator, con
 
 irp_status_t irp_vm_module_load(const irp_allocator_t* allocator, const uint8_t* data, size_t length,
                                 irp_diag_t* diag, irp_vm_module_t* out_module) {
+  return irp_vm_module_load_for_arch(allocator, data, length, IRP_ARCH_NAME, diag, out_module);
+}
+
+irp_status_t irp_vm_module_load_for_arch(const irp_allocator_t* allocator, const uint8_t* data, size_t length,
+                                         const char* arch, irp_diag_t* diag, irp_vm_module_t* out_module) {
   memset(out_module, 0, sizeof(*out_module));
   out_module->name = "";
+  out_module->arch = arch;
   if (data == NULL) return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "module data is NULL");
   irp_fb_t fb = {data, length, diag};
   irp_status_t status = irp_load_module_tables(allocator, &fb, out_module);

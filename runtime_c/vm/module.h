@@ -65,7 +65,10 @@ typedef struct irp_vm_module_t {
   irp_vm_function_t* functions;
   uint32_t constant_count;
   irp_vm_constant_t* constants;
-  /* Only the executables whose arch is this build's, in module order: the `executable` operand of
+  /* The architecture the module was loaded for: this build's CPU (IRP_ARCH_NAME) or the device's
+   * ("spirv" for a Vulkan device: irp_vm_module_load_for_arch). */
+  const char* arch;
+  /* Only the executables whose arch is `arch`, in module order: the `executable` operand of
    * `dispatch` indexes this list (in a single-architecture module that is the module's list). */
   uint32_t executable_count;
   irp_vm_executable_t* executables;
@@ -85,9 +88,13 @@ typedef struct irp_vm_module_t {
 /* A `check` or `fail` code in [IRP_VM_MESSAGE_CODE_BASE, + message_count) names a module message. */
 #define IRP_VM_MESSAGE_CODE_BASE 0x10000
 
-/* Loads and verifies; on failure frees what it built and leaves *out_module zeroed. */
+/* Loads and verifies, keeping the executables for this build's CPU (IRP_ARCH_NAME); on failure
+ * frees what it built and leaves *out_module zeroed. */
 irp_status_t irp_vm_module_load(const irp_allocator_t* allocator, const uint8_t* data, size_t length,
                                 irp_diag_t* diag, irp_vm_module_t* out_module);
+/* The same, keeping the executables whose arch is `arch` (a static string: the device's). */
+irp_status_t irp_vm_module_load_for_arch(const irp_allocator_t* allocator, const uint8_t* data, size_t length,
+                                         const char* arch, irp_diag_t* diag, irp_vm_module_t* out_module);
 void irp_vm_module_free(const irp_allocator_t* allocator, irp_vm_module_t* module);
 
 /* Size in bytes of one element of dtype (0 for an unknown dtype). */

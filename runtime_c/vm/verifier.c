@@ -110,7 +110,7 @@ static irp_status_t irp_check_dispatch(const irp_verify_ctx_t* ctx, const irp_in
     return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE,
                     "%s: bytecode at %zu: dispatch of executable %llu but the module has %" PRIu32 " for %s",
                     ctx->function->name, insn->pc, (unsigned long long)executable_index,
-                    ctx->module->executable_count, IRP_ARCH_NAME);
+                    ctx->module->executable_count, ctx->module->arch);
   }
   const irp_hal_executable_t* executable = &ctx->module->executables[executable_index].hal;
   if (entry_index >= executable->entry_point_count) {

@@ -12,6 +12,13 @@ from iree_py.targets import available_targets, load_target
 # Kinds a backend does not build yet, by backend: listed here, so they are known before compile time.
 LACKING: dict[str, set[str]] = {
     "llvm": set(),
+    # The first Vulkan slice (docs/vulkan.md): f32 linear algebra, windows, softmax, reduce, data movement.
+    "spirv": {"argmax", "argmin", "bitcast", "conv_transpose", "cumprod", "cumsum", "dequantize", "gather",
+              "gather_elements", "gather_nd", "gru", "hardmax", "lppool", "lrn", "lstm", "maxpool_index",
+              "nms_output", "nms_select", "nonzero", "nonzero_count", "pad", "qadd", "qavgpool", "qconv",
+              "qconv_dot", "qconv_transpose", "qdwconv", "qlookup", "qlstm", "qmatmul", "qsoftmax", "quantize",
+              "reduce_rt", "resize", "resize_rt", "rnn", "roi_align", "scatter_elements", "scatter_nd",
+              "string_equal", "topk", "unique", "unique_count"},
 }
 
 
@@ -37,5 +44,5 @@ def test_every_target_names_a_known_backend(name: str):
 
 def test_unknown_backend_is_a_compile_error():
     target = dataclasses.replace(load_target("host"), backend="metal")
-    with pytest.raises(CompileError, match="target host: unknown backend 'metal'; known backends: llvm"):
+    with pytest.raises(CompileError, match="target host: unknown backend 'metal'; known backends: llvm, spirv"):
         backend_for(target)

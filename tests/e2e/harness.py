@@ -31,7 +31,7 @@ def host_differs_from_x86_64() -> bool:
 X86_TARGETS = ["host", "x86_64"] if host_differs_from_x86_64() else ["host"]
 TARGETS = [*X86_TARGETS, "arm64", "riscv64"]  # arm64, riscv64: the cross-built runtime under qemu-aarch64/-riscv64
 RVV_TARGET = "riscv64-rvv"      # riscv64 with vector kernels: run on the cases that vectorize
-DEVICE = {"host": "local", "x86_64": "local", "arm64": "qemu", "riscv64": "qemu", RVV_TARGET: "qemu"}
+DEVICE = {"host": "local", "x86_64": "local", "arm64": "qemu", "riscv64": "qemu", RVV_TARGET: "qemu", "vulkan": "vulkan"}
 RELATIVE_TOLERANCE = 1e-4       # of the reference's largest magnitude
 
 

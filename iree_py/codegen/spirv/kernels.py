@@ -1,0 +1,61 @@
+"""The SPIR-V backend's builder table (kind -> builder; tests/codegen/test_backends.py checks it
+against codegen/kernel_kinds.py) and the step that turns one KernelSpec into one shader."""
+from __future__ import annotations
+
+from typing import Callable
+
+from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
+from iree_py.codegen.spirv.builder import KernelBuilder
+from iree_py.codegen.spirv.conv import build_conv2d
+from iree_py.codegen.spirv.data_movement import build_concat, build_slice, build_transpose
+from iree_py.codegen.spirv.elementwise import build_elementwise, build_expand
+from iree_py.codegen.spirv.indexing import Dim
+from iree_py.codegen.spirv.matmul import build_matmul
+from iree_py.codegen.spirv.pool import build_avgpool, build_globalavgpool, build_maxpool
+from iree_py.codegen.spirv.reduce import build_reduce
+from iree_py.codegen.spirv.softmax import build_logsoftmax, build_softmax
+from iree_py.ir.symbols import Expr, call, dim
+from iree_py.ir.types import DType
+from iree_py.targets import Target
+
+Builder = Callable[[KernelBuilder, KernelSpec], Dim]  # writes the shader body, returns its work items
+
+KERNEL_BUILDERS: dict[str, Builder] = {
+    "elementwise": build_elementwise,
+    "expand": build_expand,
+    "conv2d": build_conv2d,
+    "matmul": build_matmul,
+    "maxpool": build_maxpool,
+    "avgpool": build_avgpool,
+    "globalavgpool": build_globalavgpool,
+    "softmax": build_softmax,
+    "logsoftmax": build_logsoftmax,
+    "reduce": build_reduce,
+    "transpose": build_transpose,
+    "slice": build_slice,
+    "concat": build_concat,
+}
+# Kinds that only move elements: any 4-byte dtype, its bits copied through int arrays.
+DATA_MOVEMENT = ("expand", "transpose", "slice", "concat")
+FOUR_BYTE_DTYPES = (DType.f32, DType.i32, DType.u32)
+
+
+def kernel_symbols(spec: KernelSpec) -> tuple[str, ...]:
+    """The symbols of the spec's shapes, sorted: push constant word (binding count + i) is symbol i."""
+    return tuple(sorted(set().union(*(t.symbols for t in (*spec.inputs, *spec.outputs)))))
+
+
+def element_type(spec: KernelSpec) -> str:
+    return "i32" if spec.kind in DATA_MOVEMENT else "f32"
+
+
+def build_kernel(spec: KernelSpec, target: Target) -> tuple[bytes, KernelInfo]:
+    symbols = kernel_symbols(spec)
+    bindings = len(spec.inputs) + len(spec.outputs)
+    writable = [False] * len(spec.inputs) + [True] * len(spec.outputs)
+    b = KernelBuilder(spec.name, [element_type(spec)] * bindings, writable, symbols, target.workgroup_size)
+    work = KERNEL_BUILDERS[spec.kind](b, spec)
+    groups = dim(call("min", call("ceildiv", work, target.workgroup_size), target.max_workgroup_count))
+    info = KernelInfo(spec.name, (groups, 1, 1), tuple(Expr.of(s) for s in symbols),
+                      tuple(dim(t.byte_count) for t in (*spec.inputs, *spec.outputs)))
+    return b.finish(), info

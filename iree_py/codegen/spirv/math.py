@@ -1,0 +1,112 @@
+"""The f32 elementwise ops of the SPIR-V backend: op name -> how it is computed from GLSL.std.450
+and arithmetic. Elementwise expressions and conv/matmul epilogues share these tables; an op missing
+here is refused when the dispatch is planned (spirv/plan.py), naming the node."""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from iree_py.codegen.spirv.builder import KernelBuilder, Value
+
+Attrs = dict[str, float]
+
+
+def _erf(b: KernelBuilder, x: Value) -> Value:
+    """Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7)."""
+    a = b.ext("FAbs", x)
+    t = 1.0 / (a * 0.3275911 + 1.0)
+    poly = t * (t * (t * (t * (t * 1.061405429 - 1.453152027) + 1.421413741) - 0.284496736) + 0.254829592)
+    y = 1.0 - poly * b.ext("Exp", -(a * a))
+    return b.ext("FSign", x) * y
+
+
+def _sigmoid(b: KernelBuilder, x: Value) -> Value:
+    return 1.0 / (b.ext("Exp", -x) + 1.0)
+
+
+def _softplus(b: KernelBuilder, x: Value) -> Value:
+    """log(1 + exp(x)) without overflow: max(x, 0) + log(1 + exp(-|x|))."""
+    return b.max(x, 0.0) + b.ext("Log", b.ext("Exp", -b.ext("FAbs", x)) + 1.0)
+
+
+def _clamp(b: KernelBuilder, x: Value, low: float, high: float) -> Value:
+    return b.min(b.max(x, low), high)
+
+
+def _asin(b: KernelBuilder, x: Value) -> Value:
+    """2 atan(x / (1 + sqrt(1 - x^2))): GLSL.std.450 Asin is only good to ~4e-4 on Mesa."""
+    return b.ext("Atan", x / (b.ext("Sqrt", 1.0 - x * x) + 1.0)) * 2.0
+
+
+def _expm1(b: KernelBuilder, x: Value) -> Value:
+    return b.ext("Exp", x) - 1.0
+
+
+UNARY: dict[str, Callable[[KernelBuilder, Value, Attrs], Value]] = {
+    "Relu": lambda b, x, a: b.max(x, 0.0),
+    "LeakyRelu": lambda b, x, a: b.select(x < 0.0, x * a["alpha"], x),
+    "Sigmoid": lambda b, x, a: _sigmoid(b, x),
+    "RationalSigmoid": lambda b, x, a: _sigmoid(b, x),
+    "Tanh": lambda b, x, a: b.ext("Tanh", x),
+    "RationalTanh": lambda b, x, a: b.ext("Tanh", x),
+    "Clip": lambda b, x, a: _clamp(b, x, a["min"], a["max"]),
+    "Neg": lambda b, x, a: -x,
+    "Exp": lambda b, x, a: b.ext("Exp", x),
+    "Sqrt": lambda b, x, a: b.ext("Sqrt", x),
+    "Abs": lambda b, x, a: b.ext("FAbs", x),
+    "Log": lambda b, x, a: b.ext("Log", x),
+    "Reciprocal": lambda b, x, a: 1.0 / x,
+    "Floor": lambda b, x, a: b.ext("Floor", x),
+    "Ceil": lambda b, x, a: b.ext("Ceil", x),
+    "Round": lambda b, x, a: b.ext("RoundEven", x),
+    "Sign": lambda b, x, a: b.ext("FSign", x),
+    "Erf": lambda b, x, a: _erf(b, x),
+    "Softplus": lambda b, x, a: _softplus(b, x),
+    "Softsign": lambda b, x, a: x / (b.ext("FAbs", x) + 1.0),
+    "HardSigmoid": lambda b, x, a: _clamp(b, x * a["alpha"] + a["beta"], 0.0, 1.0),
+    "HardSwish": lambda b, x, a: x * _clamp(b, x * (1.0 / 6.0) + 0.5, 0.0, 1.0),
+    "Elu": lambda b, x, a: b.select(x < 0.0, _expm1(b, x) * a["alpha"], x),
+    "Selu": lambda b, x, a: b.select(x > 0.0, x, _expm1(b, x) * a["alpha"]) * a["gamma"],
+    "Celu": lambda b, x, a: b.max(x, 0.0) + b.min(_expm1(b, x * (1.0 / a["alpha"])) * a["alpha"], 0.0),
+    "ThresholdedRelu": lambda b, x, a: b.select(x > a["alpha"], x, 0.0),
+    "Mish": lambda b, x, a: x * b.ext("Tanh", _softplus(b, x)),
+    "Gelu": lambda b, x, a: x * 0.5 * (_erf(b, x * (1.0 / math.sqrt(2.0))) + 1.0),
+    "GeluTanh": lambda b, x, a: x * 0.5 * (b.ext("Tanh", (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)) + 1.0),
+    "Asin": lambda b, x, a: _asin(b, x),
+    "Acos": lambda b, x, a: math.pi / 2 - _asin(b, x),
+    **{op: (lambda name: lambda b, x, a: b.ext(name, x))(op)
+       for op in ("Sin", "Cos", "Tan", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh")},
+}
+
+
+def _pow(b: KernelBuilder, x: Value, y: Value) -> Value:
+    """GLSL's pow is undefined for x < 0 and for x = 0, y <= 0: those cases are handled here."""
+    magnitude = b.ext("Pow", b.ext("FAbs", x), y)
+    integral = b.ext("Floor", y).eq(y)
+    odd = b.ext("FAbs", y) % 2.0
+    signed = b.select(odd.eq(1.0), -magnitude, magnitude)
+    negative = b.select(integral, signed, b.float(math.nan))
+    result = b.select(x < 0.0, negative, magnitude)
+    result = b.select(b.logical_and(x.eq(0.0), y < 0.0), b.float(math.inf), result)
+    return b.select(y.eq(0.0), b.float(1.0), b.select(b.logical_and(x.eq(0.0), y > 0.0), b.float(0.0), result))
+
+
+BINARY: dict[str, Callable[[KernelBuilder, Value, Value], Value]] = {
+    "Add": lambda b, x, y: x + y,
+    "Sub": lambda b, x, y: x - y,
+    "Mul": lambda b, x, y: x * y,
+    "Div": lambda b, x, y: x / y,
+    "Pow": _pow,
+    "Min": lambda b, x, y: b.min(x, y),
+    "Max": lambda b, x, y: b.max(x, y),
+    "PRelu": lambda b, x, y: b.select(x < 0.0, x * y, x),
+    "Mod": lambda b, x, y: x % y,
+}
+
+
+def unary(b: KernelBuilder, op: str, x: Value, attrs: tuple[tuple[str, float], ...]) -> Value:
+    return UNARY[op](b, x, dict(attrs))
+
+
+def binary(b: KernelBuilder, op: str, x: Value, y: Value) -> Value:
+    return BINARY[op](b, x, y)

@@ -1,0 +1,62 @@
+"""2-D max and average pooling (f32; kernel, strides, pads, dilations; the output shape already
+holds ceil_mode) and global average pooling over every spatial axis: one invocation per output."""
+from __future__ import annotations
+
+import math
+
+from iree_py.codegen.kernel_spec import KernelSpec
+from iree_py.codegen.spirv.builder import KernelBuilder
+from iree_py.codegen.spirv.indexing import Dim, dims, product, unravel
+
+
+def _build_window(b: KernelBuilder, spec: KernelSpec, average: bool) -> Dim:
+    _, c, h, w = dims(spec.inputs[0])
+    out_shape = dims(spec.outputs[0])
+    kh, kw = spec.attrs["kernel"]
+    sh, sw = spec.attrs["strides"]
+    pt, pl, pb, pr = spec.attrs["pads"]
+    dh, dw = spec.attrs.get("dilations") or (1, 1)
+    include_pad = average and int(spec.attrs.get("count_include_pad", 0)) == 1
+    total = product(out_shape)
+    with b.for_each(total) as index:
+        n, ch, oh, ow = unravel(b, index, out_shape)
+        plane = (n * b.dim(c) + ch) * b.dim(h)
+        acc = b.variable("f32", 0.0 if average else -math.inf)
+        count = b.variable("i32", 0)
+        with b.loop(0, kh) as ky:
+            iy = oh * sh - pt + ky * dh
+            row_inside = b.logical_and(iy >= 0, iy < b.dim(h))
+            row_padded = b.logical_and(iy >= -pt, iy < b.dim(h) + pb)
+            with b.loop(0, kw) as kx:
+                ix = ow * sw - pl + kx * dw
+                inside = b.logical_and(row_inside, b.logical_and(ix >= 0, ix < b.dim(w)))
+                with b.if_(inside):
+                    x = b.load(0, (plane + iy) * b.dim(w) + ix)
+                    acc.set(acc.get() + x if average else b.max(acc.get(), x))
+                counted = b.logical_and(row_padded, b.logical_and(ix >= -pl, ix < b.dim(w) + pr)) \
+                    if include_pad else inside
+                with b.if_(counted):
+                    count.set(count.get() + 1)
+        result = acc.get() / b.to_f32(b.max(count.get(), 1)) if average else acc.get()
+        b.store(1, index, result)
+    return total
+
+
+def build_maxpool(b: KernelBuilder, spec: KernelSpec) -> Dim:
+    return _build_window(b, spec, average=False)
+
+
+def build_avgpool(b: KernelBuilder, spec: KernelSpec) -> Dim:
+    return _build_window(b, spec, average=True)
+
+
+def build_globalavgpool(b: KernelBuilder, spec: KernelSpec) -> Dim:
+    shape = dims(spec.inputs[0])
+    planes, size = product(shape[:2]), product(shape[2:])
+    with b.for_each(planes) as plane:
+        acc = b.variable("f32", 0.0)
+        base = plane * b.dim(size)
+        with b.loop(0, b.dim(size)) as i:
+            acc.set(acc.get() + b.load(0, base + i))
+        b.store(1, plane, acc.get() / b.to_f32(b.dim(size)))
+    return planes

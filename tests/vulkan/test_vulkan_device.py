@@ -1,0 +1,139 @@
+"""The Vulkan target end to end on this machine's Vulkan device (lavapipe here): small_cnn against
+onnxruntime, every shader through spirv-val, the errors (a kind the backend lacks, no loader, no
+device, a corrupt shader), and dump / --extract."""
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import helper
+
+import iree_py
+from conftest import needs_spirv_val, needs_vulkan
+from harness import model
+from iree_py.errors import CompileError, IreeRuntimeError
+from iree_py.module.dump import dump_module, executable_files
+from iree_py.module.reader import read_module
+from iree_py.module.writer import write_module
+
+ROOT = Path(__file__).parents[2]
+SMALL_CNN = ROOT / "examples" / "small_cnn.onnx"
+
+
+@pytest.fixture(scope="module")
+def small_cnn_module() -> bytes:
+    return iree_py.compile(str(SMALL_CNN), target="vulkan")
+
+
+@needs_vulkan
+def test_small_cnn_matches_onnxruntime(small_cnn_module: bytes):
+    x = np.load(ROOT / "examples" / "small_cnn_input.npy")
+    session = ort.InferenceSession(str(SMALL_CNN))
+    expected = session.run(None, {session.get_inputs()[0].name: x})[0]
+    module = iree_py.load(small_cnn_module, device="vulkan")
+    for _ in range(2):  # a second call reuses the arena, pipelines and staging buffer
+        np.testing.assert_allclose(module.main(x), expected, rtol=1e-5, atol=1e-6)
+
+
+@needs_spirv_val
+def test_every_shader_passes_spirv_val(small_cnn_module: bytes, tmp_path: Path):
+    files = executable_files(read_module(small_cnn_module))
+    assert len(files) == 7 and all(name.endswith(".spv") for name in files)
+    for name, code in files.items():
+        (tmp_path / name).write_bytes(code)
+        result = subprocess.run(["spirv-val", "--target-env", "vulkan1.2", str(tmp_path / name)],
+                                capture_output=True, text=True)
+        assert result.returncode == 0, f"{name}: {result.stderr}"
+
+
+def test_dump_shows_spirv_executables_and_extract_writes_them(small_cnn_module: bytes, tmp_path: Path):
+    text = dump_module(read_module(small_cnn_module))
+    assert "executable #0 spirv spirv" in text and "entry #0 k0_conv at 0x0: 4 bindings" in text
+    path = tmp_path / "m.vmfb"
+    path.write_bytes(small_cnn_module)
+    out = subprocess.run([sys.executable, "-m", "iree_py.cli.main", "dump", str(path), "--extract", str(tmp_path / "x")],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "x" / "k6_softmax.spv").read_bytes()[:4] == b"\x03\x02\x23\x07"
+
+
+def test_a_kind_the_backend_lacks_is_a_compile_error_naming_node_and_kind():
+    m = model([helper.make_node("ArgMax", ["x"], ["y"], name="pick", axis=1)], {"x": (2, 5)}, ["y"])
+    m.graph.output[0].type.tensor_type.elem_type = 7  # int64
+    with pytest.raises(CompileError, match=r"node 'pick' \(op ArgMax\): target vulkan \(backend spirv\) cannot "
+                                           r"build kernel kind 'argmax': the backend has no builder for it"):
+        iree_py.compile(m.SerializeToString(), target="vulkan")
+
+
+def test_a_dtype_the_backend_lacks_is_a_compile_error():
+    m = model([helper.make_node("Less", ["a", "b"], ["y"], name="cmp")], {"a": (4,), "b": (4,)}, ["y"])
+    m.graph.output[0].type.tensor_type.elem_type = 9  # bool
+    with pytest.raises(CompileError, match=r"node 'cmp' \(op Less\): .*'elementwise': dtype bool \(it takes f32\)"):
+        iree_py.compile(m.SerializeToString(), target="vulkan")
+
+
+def test_a_spirv_module_on_the_cpu_device_says_to_use_vulkan(small_cnn_module: bytes):
+    with pytest.raises(iree_py.IreePyError, match="compiled for Vulkan \\(spirv\\): run it with device='vulkan'"):
+        iree_py.load(small_cnn_module)
+
+
+def _load_in_subprocess(module: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    code = f"import iree_py; iree_py.load(open({str(module)!r}, 'rb').read(), device='vulkan')"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+
+
+@needs_vulkan
+def test_no_vulkan_loader_is_a_clear_error(small_cnn_module: bytes, tmp_path: Path):
+    (tmp_path / "m.vmfb").write_bytes(small_cnn_module)
+    result = _load_in_subprocess(tmp_path / "m.vmfb", {"IRP_VULKAN_LIBRARY": str(tmp_path / "libvulkan.so.1")})
+    assert result.returncode != 0
+    assert "vulkan: the Vulkan loader" in result.stderr and "could not be opened" in result.stderr
+
+
+@needs_vulkan
+def test_no_vulkan_device_is_a_clear_error(small_cnn_module: bytes, tmp_path: Path):
+    (tmp_path / "m.vmfb").write_bytes(small_cnn_module)
+    result = _load_in_subprocess(tmp_path / "m.vmfb", {"VK_ICD_FILENAMES": str(tmp_path / "none.json"),
+                                                       "VK_DRIVER_FILES": str(tmp_path / "none.json")})
+    assert result.returncode != 0
+    assert "no Vulkan device" in result.stderr
+
+
+def _with_code(data: bytes, change) -> bytes:
+    module = read_module(data)
+    exe = module.executables[0]
+    module.executables[0] = dataclasses.replace(exe, code=change(bytearray(exe.code)))
+    return write_module(module)  # (the writer computes the new code's CRC: only the shader check can refuse it)
+
+
+@needs_vulkan
+@pytest.mark.parametrize("change,message", [
+    (lambda code: code[:0] + b"\0\0\0\0" + code[4:], "entry point 'k0_conv' is no SPIR-V module \\(bad magic\\)"),
+    (lambda code: code.replace(b"k2_conv\0", b"k2_xxxx\0", 1), "its shader for 'k2_conv' has no GLCompute entry point"),
+    (lambda code: code[:4] + b"\0\0\x09\0" + code[8:], "is SPIR-V 9.0"),
+])
+def test_a_corrupt_shader_is_refused_at_load(small_cnn_module: bytes, change, message: str):
+    with pytest.raises(IreeRuntimeError, match=message):
+        iree_py.load(_with_code(small_cnn_module, change), device="vulkan")
+
+
+@needs_vulkan
+def test_dynamic_dims_reach_the_shaders_as_push_constants():
+    x = helper.make_tensor_value_info("x", 1, ["batch", 8])
+    y = helper.make_tensor_value_info("y", 1, ["batch", 4])
+    weight = helper.make_tensor("W", 1, [8, 4], np.arange(32, dtype=np.float32).tolist())
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["h"], name="mm"),
+                               helper.make_node("Relu", ["h"], ["r"], name="relu"),
+                               helper.make_node("Softmax", ["r"], ["y"], name="sm", axis=1)], "g", [x], [y], [weight])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    data = iree_py.compile(m, target="vulkan")
+    assert "1 push constants" in dump_module(read_module(data))
+    module, session = iree_py.load(data, device="vulkan"), ort.InferenceSession(m)
+    for batch in (1, 3, 100):
+        a = np.random.default_rng(batch).standard_normal((batch, 8)).astype(np.float32) * 0.1
+        np.testing.assert_allclose(module.main(a), session.run(None, {"x": a})[0], rtol=1e-5, atol=1e-6)

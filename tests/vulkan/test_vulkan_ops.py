@@ -1,0 +1,36 @@
+"""The op cases of tests/e2e/test_ops.py on the Vulkan target: each either matches the reference
+within the same tolerance, or is refused at compile time with an error naming the node and the
+kernel kind (never a wrong answer, never a CPU fallback). REFUSED lists the cases of the second
+kind; building a kernel for one makes its test fail until it leaves the list."""
+import pytest
+
+from conftest import needs_vulkan
+from harness import check_against_reference
+from iree_py.errors import CompileError
+from test_ops import CASES
+
+REFUSED = {
+    "argmax_axis1", "cast_f32_i8_f32", "cast_narrow_f8_bf16_i4", "conv_transpose_stride2_group",
+    "convinteger_u8_depth2304", "gather_runtime_indices", "grid_sample_bicubic_border",
+    "gru_reverse_linear_before_reset", "hardmax_opset13_last", "hardmax_opset9_flattens", "int32_mul_add_div_mod",
+    "lppool_p3_ceil", "lrn", "lrn_size3", "lstm_bidirectional_seq_lens", "matmulinteger_s8_k2048", "pad_reflect_crop",
+    "qlinearconv_u8_chain", "qlinearmatmul_i8_chain", "resize_linear_half_pixel", "scatternd_add_opset16",
+    "softmax_cross_entropy_weighted_ignore", "where_less_bool_out",
+}
+
+
+def test_refused_cases_exist():
+    assert REFUSED <= set(CASES)
+
+
+@needs_vulkan
+@pytest.mark.parametrize("case", sorted(set(CASES) - REFUSED))
+def test_op_matches_reference_on_vulkan(case: str):
+    check_against_reference(CASES[case], "vulkan")
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_op_is_refused_naming_node_and_kind(case: str):
+    with pytest.raises(CompileError, match=r"node '.*' \(op \w+\): target vulkan \(backend spirv\) cannot build "
+                                           r"kernel kind '\w+': "):
+        check_against_reference(CASES[case], "vulkan")

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_spirv_val
 from iree_py.codegen.spirv import spirv_table
 from iree_py.codegen.spirv.builder import KernelBuilder
 from iree_py.codegen.spirv.writer import SpirvModule, encode_instruction, encode_string
@@ -50,7 +49,6 @@ def test_header_has_magic_version_and_bound():
     assert (magic, version, bound, schema) == (0x07230203, 0x00010300, m.bound, 0)
 
 
-@needs_spirv_val
 def test_loops_ifs_push_constants_and_symbols_pass_spirv_val(tmp_path: Path):
     n = Expr.of("n")
     b = KernelBuilder("every_shape", ["f32", "i32", "f32"], [False, False, True], ("m", "n"), 64)

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 
 import iree_py
-from conftest import needs_vulkan
 
 ROOT = Path(__file__).parents[2]
 RUNTIME = ROOT / "runtime_c"
@@ -23,7 +22,6 @@ def _leaks_outside_the_driver_stack(stderr: str) -> list[str]:
     return [b for b in blocks if any("interceptor" not in f and "<unknown module>" not in f for f in frames(b))]
 
 
-@needs_vulkan
 def test_small_cnn_on_vulkan_is_clean_under_asan(tmp_path: Path):
     build = tmp_path / "build"
     make = subprocess.run(["make", "-s", "-C", str(RUNTIME), f"BUILD_DIR={build}", f"{build}/irp-run-asan"],

@@ -13,7 +13,6 @@ import pytest
 from onnx import helper
 
 import iree_py
-from conftest import needs_spirv_val, needs_vulkan
 from harness import model
 from iree_py.errors import CompileError, IreeRuntimeError
 from iree_py.module.dump import dump_module, executable_files
@@ -29,7 +28,6 @@ def small_cnn_module() -> bytes:
     return iree_py.compile(str(SMALL_CNN), target="vulkan")
 
 
-@needs_vulkan
 def test_small_cnn_matches_onnxruntime(small_cnn_module: bytes):
     x = np.load(ROOT / "examples" / "small_cnn_input.npy")
     session = ort.InferenceSession(str(SMALL_CNN))
@@ -39,7 +37,6 @@ def test_small_cnn_matches_onnxruntime(small_cnn_module: bytes):
         np.testing.assert_allclose(module.main(x), expected, rtol=1e-5, atol=1e-6)
 
 
-@needs_spirv_val
 def test_every_shader_passes_spirv_val(small_cnn_module: bytes, tmp_path: Path):
     files = executable_files(read_module(small_cnn_module))
     assert len(files) == 7 and all(name.endswith(".spv") for name in files)
@@ -87,7 +84,6 @@ def _load_in_subprocess(module: Path, env: dict[str, str]) -> subprocess.Complet
                           env={**os.environ, "PYTHONPATH": str(ROOT), **env})
 
 
-@needs_vulkan
 def test_no_vulkan_loader_is_a_clear_error(small_cnn_module: bytes, tmp_path: Path):
     (tmp_path / "m.vmfb").write_bytes(small_cnn_module)
     result = _load_in_subprocess(tmp_path / "m.vmfb", {"IRP_VULKAN_LIBRARY": str(tmp_path / "libvulkan.so.1")})
@@ -95,7 +91,6 @@ def test_no_vulkan_loader_is_a_clear_error(small_cnn_module: bytes, tmp_path: Pa
     assert "vulkan: the Vulkan loader" in result.stderr and "could not be opened" in result.stderr
 
 
-@needs_vulkan
 def test_no_vulkan_device_is_a_clear_error(small_cnn_module: bytes, tmp_path: Path):
     (tmp_path / "m.vmfb").write_bytes(small_cnn_module)
     result = _load_in_subprocess(tmp_path / "m.vmfb", {"VK_ICD_FILENAMES": str(tmp_path / "none.json"),
@@ -111,7 +106,6 @@ def _with_code(data: bytes, change) -> bytes:
     return write_module(module)  # (the writer computes the new code's CRC: only the shader check can refuse it)
 
 
-@needs_vulkan
 @pytest.mark.parametrize("change,message", [
     (lambda code: code[:0] + b"\0\0\0\0" + code[4:], "entry point 'k0_conv' is no SPIR-V module \\(bad magic\\)"),
     (lambda code: code.replace(b"k2_conv\0", b"k2_xxxx\0", 1), "its shader for 'k2_conv' has no GLCompute entry point"),
@@ -122,7 +116,6 @@ def test_a_corrupt_shader_is_refused_at_load(small_cnn_module: bytes, change, me
         iree_py.load(_with_code(small_cnn_module, change), device="vulkan")
 
 
-@needs_vulkan
 def test_dynamic_dims_reach_the_shaders_as_push_constants():
     x = helper.make_tensor_value_info("x", 1, ["batch", 8])
     y = helper.make_tensor_value_info("y", 1, ["batch", 4])

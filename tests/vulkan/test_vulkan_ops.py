@@ -4,7 +4,6 @@ kernel kind (never a wrong answer, never a CPU fallback). REFUSED lists the case
 kind; building a kernel for one makes its test fail until it leaves the list."""
 import pytest
 
-from conftest import needs_vulkan
 from harness import check_against_reference
 from iree_py.errors import CompileError
 from test_ops import CASES
@@ -23,7 +22,6 @@ def test_refused_cases_exist():
     assert REFUSED <= set(CASES)
 
 
-@needs_vulkan
 @pytest.mark.parametrize("case", sorted(set(CASES) - REFUSED))
 def test_op_matches_reference_on_vulkan(case: str):
     check_against_reference(CASES[case], "vulkan")

@@ -34,7 +34,8 @@ def compile(model: str | Path | bytes, target: str | Target = "host", *, dims: d
                                                debug_info=debug_info, jobs=jobs))
 
 
-def load(module: bytes | str | Path, device: str = "local"):
-    """Load module bytes or a .vmfb path; `device` is "local" (this host) or "qemu"."""
+def load(module: bytes | str | Path, device: str = "local", threads: int | None = None):
+    """Load module bytes or a .vmfb path; `device` is "local" (this host), "vulkan" or "qemu".
+    `threads` run each dispatch (0: one per physical core; None: $IREE_PY_THREADS, else 0)."""
     from iree_py.runtime.module import load as _load
-    return _load(module, device)
+    return _load(module, device, threads)

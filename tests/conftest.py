@@ -3,11 +3,17 @@ minutes under emulation (VGG-19 under qemu-aarch64), left out of the default run
 within CI's time. They are deselected, not skipped: run them with `python3 -m pytest --heavy -m heavy`."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# Modules load with one thread unless a test asks for more (tests/runtime/test_threads.py): the suite
+# already runs on every core through pytest-xdist, and more threads than cores only wait for each
+# other. The C runtime's own tests (make test) run with its default, one thread per physical core.
+os.environ.setdefault("IREE_PY_THREADS", "1")
 
 
 @pytest.fixture

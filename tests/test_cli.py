@@ -97,7 +97,7 @@ def test_benchmark_compares_with_the_peer_on_the_source_model(tmp_path):
         assert r.returncode == 0, r.stderr
         line = r.stdout.splitlines()[1]
         match = re.fullmatch(r"onnxruntime \(small_cnn.onnx\): median ([0-9.]+) ms; iree-py ([0-9.]+) ms \(best median "
-                             r"of 4 rounds, 1 thread each\): ratio ([0-9.]+) \((faster|slower) than onnxruntime\)", line)
+                             r"of 4 rounds, \d+ threads? each\): ratio ([0-9.]+) \((faster|slower) than onnxruntime\)", line)
         assert match, line
         peer, ours, ratio = (float(match.group(i)) for i in (1, 2, 3))
         assert peer > 0 and ours > 0 and ratio == pytest.approx(ours / peer, rel=0.2, abs=0.02)

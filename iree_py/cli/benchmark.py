@@ -29,7 +29,8 @@ def benchmark(module: LoadedModule, function: str, inputs: list[np.ndarray], rep
         device.set_profiling(False)
     lines = [f"{function}: {repeat} runs, median {1e3 * _median(times):.3f} ms, min {1e3 * times[0]:.3f} ms"]
     if compare is not None:
-        lines += _compare(run, compare, inputs, repeat, _median(times))
+        threads = device.thread_count() if isinstance(device, LocalDevice) else 1
+        lines += _compare(run, compare, inputs, repeat, _median(times), threads)
     if profile:
         lines += _profile_table(module, device, repeat)
     return "\n".join(lines) + "\n"
@@ -48,19 +49,21 @@ def _median(times: list[float]) -> float:
     return times[len(times) // 2]
 
 
-def _compare(ours: Callable[[], object], compare: str, inputs: list[np.ndarray], repeat: int, first: float) -> list[str]:
-    """The peer's median beside ours, the two taking turns (COMPARE_ROUNDS), best median of each:
+def _compare(ours: Callable[[], object], compare: str, inputs: list[np.ndarray], repeat: int, first: float,
+             threads: int) -> list[str]:
+    """The peer's median beside ours at the same thread count, the two taking turns (COMPARE_ROUNDS),
+    best median of each:
     a burst of load from elsewhere then hits one round rather than one engine."""
     from iree_py.cli.peers import parse_compare, peer_runner
     engine, model = parse_compare(compare)
-    peer = peer_runner(engine, model, inputs)
+    peer = peer_runner(engine, model, inputs, threads)
     peer()  # warm up
     best_ours, best_peer = first, float("inf")
     for _ in range(COMPARE_ROUNDS):
         best_peer = min(best_peer, _median(_times(peer, repeat)))
         best_ours = min(best_ours, _median(_times(ours, repeat)))
     return [f"{engine} ({model.name}): median {1e3 * best_peer:.3f} ms; iree-py {1e3 * best_ours:.3f} ms "
-            f"(best median of {COMPARE_ROUNDS + 1} rounds, 1 thread each): ratio {best_ours / best_peer:.2f} "
+            f"(best median of {COMPARE_ROUNDS + 1} rounds, {threads} thread{'s' if threads > 1 else ''} each): ratio {best_ours / best_peer:.2f} "
             f"({'faster' if best_ours < best_peer else 'slower'} than {engine})"]
 
 

@@ -48,7 +48,7 @@ def _parse_dim(text: str) -> tuple[str, int | tuple[int, int]]:
 def _cmd_run(args: argparse.Namespace) -> int:
     from iree_py.cli.inputs import parse_input
     from iree_py.runtime.module import load
-    module = load(args.module, device=args.device)
+    module = load(args.module, device=args.device, threads=args.threads)
     fn = getattr(module, args.function)
     profile_text = ""
     if args.profile:  # per-dispatch cycles, from a board running the device server
@@ -99,7 +99,7 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
     from iree_py.cli.benchmark import benchmark
     from iree_py.cli.inputs import parse_input
     from iree_py.runtime.module import load
-    module = load(args.module, device=args.device)
+    module = load(args.module, device=args.device, threads=args.threads)
     from iree_py.cli.device_commands import benchmark_on_board, on_board
     if on_board(module):  # cycles counted on the board, not the host's clock
         from iree_py.runtime.signature import check_inputs
@@ -163,6 +163,10 @@ def version_text() -> str:
     return f"iree-py {__version__} (module format version {FORMAT_VERSION})"
 
 
+THREADS_HELP = ("threads running each kernel's workgroups, on this host or under qemu-user (default: $IREE_PY_THREADS, "
+                "else one per physical core; results are the same bits for any count)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from iree_py.targets import available_targets
     parser = argparse.ArgumentParser(prog="iree-py", description="Compile ONNX models to compact modules and run them.")
@@ -196,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--output", action="append", default=[], help="@y.npy: where to save each output (one per output, in order)")
     r.add_argument("--profile", action="store_true", help="on a board: total cycles and cycles per kernel")
     r.add_argument("--stats", action="store_true", help="print the call's peak memory (arena + pool high-water mark)")
+    r.add_argument("--threads", type=int, metavar="N", help=THREADS_HELP)
     r.set_defaults(func=_cmd_run)
 
     b = sub.add_parser("benchmark", help="time a module's function; --profile adds the time per kernel")
@@ -204,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--device", default="local")
     b.add_argument("--input", action="append", default=[], help="as for run")
     b.add_argument("--repeat", type=int, default=20)
+    b.add_argument("--threads", type=int, metavar="N", help=THREADS_HELP)
     b.add_argument("--profile", action="store_true", help="time per kernel, with the source nodes behind each")
     b.add_argument("--compare", metavar="[ENGINE:]MODEL", help="run the source model in onnxruntime (MODEL.onnx) or "
                    "LiteRT (MODEL.tflite) on the same inputs, taking turns, and print its latency and the ratio")

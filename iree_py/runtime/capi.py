@@ -23,6 +23,8 @@ _SIGNATURES = {
     "irp_runtime_create": ([ctypes.POINTER(Allocator), ctypes.POINTER(ctypes.c_void_p)], ctypes.c_int),
     "irp_runtime_release": ([ctypes.c_void_p], None),
     "irp_runtime_set_device": ([ctypes.c_void_p, ctypes.c_char_p], ctypes.c_int),
+    "irp_runtime_set_thread_count": ([ctypes.c_void_p, ctypes.c_int32], ctypes.c_int),
+    "irp_runtime_thread_count": ([ctypes.c_void_p], ctypes.c_int32),
     "irp_runtime_error_message": ([ctypes.c_void_p], ctypes.c_char_p),
     "irp_module_load": ([ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)], ctypes.c_int),
     "irp_module_release": ([ctypes.c_void_p], None),

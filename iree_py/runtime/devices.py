@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import os
 import platform
 import subprocess
 import tempfile
@@ -116,7 +117,7 @@ class LocalDevice:
     the dispatches: "local" (the CPU) or "vulkan" (its Vulkan driver, for "spirv" modules)."""
 
     def __init__(self, image: np.ndarray | bytes, kernel_sources: KernelSources | None = None,
-                 device: str = "local") -> None:
+                 device: str = "local", threads: int = 0) -> None:
         self.lib = capi.library()
         self.kernel_sources = kernel_sources or KernelSources()
         # The runtime uses the module's constants in place: the image must outlive the module.
@@ -126,6 +127,7 @@ class LocalDevice:
         self.runtime = ctypes.c_void_p()
         allocator = self.lib.irp_allocator_system()
         self._check(self.lib.irp_runtime_create(ctypes.byref(allocator), ctypes.byref(self.runtime)), "create runtime")
+        self._check(self.lib.irp_runtime_set_thread_count(self.runtime, threads), f"threads={threads}")
         if device != "local":
             self._check(self.lib.irp_runtime_set_device(self.runtime, device.encode()), f"device {device}")
         self.module = ctypes.c_void_p()
@@ -137,6 +139,10 @@ class LocalDevice:
             message = self.lib.irp_runtime_error_message(self.runtime).decode(errors="replace") if self.runtime else ""  # may quote corrupt module bytes
             explained = self.kernel_sources.explain(message)
             raise IreeRuntimeError(explained or f"{what}: {message or f'status {status}'}")
+
+    def thread_count(self) -> int:
+        """Threads running each dispatch (the caller's included)."""
+        return self.lib.irp_runtime_thread_count(self.runtime)
 
     def arena_size(self) -> int:
         return self.lib.irp_module_arena_size(self.module)
@@ -245,7 +251,8 @@ class QemuDevice:
     the k - 1 calls before it left (the runner runs one input set after another)."""
 
     def __init__(self, image: np.ndarray, arch: str, stateful: bool = False,
-                 kernel_sources: KernelSources | None = None) -> None:
+                 kernel_sources: KernelSources | None = None, threads: int = 0) -> None:
+        self.threads = threads
         self.kernel_sources = kernel_sources or KernelSources()
         self.target = qemu_target_for(arch)
         require(self.target.qemu, f"running {arch} modules (target {self.target.name}) under qemu-user")
@@ -280,7 +287,8 @@ class QemuDevice:
             d = Path(tmp)
             self.image.tofile(d / "m.vmfb")
             cpu = ["-cpu", self.target.qemu_cpu] if self.target.qemu_cpu else []
-            cmd = [self.target.qemu, *cpu, str(self.runner), str(d / "m.vmfb"), f"--function={fn.name}"]
+            cmd = [self.target.qemu, *cpu, str(self.runner), str(d / "m.vmfb"), f"--function={fn.name}",
+                   f"--threads={self.threads}"]
             for c, inputs in enumerate(calls):
                 for i, a in enumerate(inputs):
                     (d / f"in{c}_{i}.bin").write_bytes(a.tobytes())
@@ -319,7 +327,27 @@ def _runner_peak_bytes(stdout: str) -> int | None:
     return None
 
 
-def open_device(device: str, image: np.ndarray, module: Module) -> LocalDevice | QemuDevice | SerialDevice:
+THREADS_ENV = "IREE_PY_THREADS"  # the thread count load() uses when given none (tests/conftest.py sets 1)
+MAX_THREADS = 256  # IRP_MAX_THREADS (runtime_c/base/config.h)
+
+
+def thread_count(threads: int | None) -> int:
+    """The thread count to run with: `threads`, else $IREE_PY_THREADS, else 0 (one per physical core)."""
+    if threads is None:
+        text = os.environ.get(THREADS_ENV, "0")
+        if not text.isdigit():
+            raise IreePyError(f"{THREADS_ENV}={text!r}: expected a thread count (0: one per physical core)")
+        threads = int(text)
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 0 <= threads <= MAX_THREADS:
+        raise IreePyError(f"threads={threads!r}: expected 0 (one per physical core) to {MAX_THREADS}")
+    return threads
+
+
+def open_device(device: str, image: np.ndarray, module: Module, threads: int | None = None
+                ) -> LocalDevice | QemuDevice | SerialDevice:
+    """The device for `device`; `threads` (see thread_count) for the CPU devices: in this process,
+    or the runner under qemu-user. A board or Vulkan runs without host threads."""
+    threads = thread_count(threads)
     archs = [e.arch for e in module.executables]
     arch = archs[0] if archs else HOST_ARCH
     sources = KernelSources.of(module)
@@ -335,9 +363,9 @@ def open_device(device: str, image: np.ndarray, module: Module) -> LocalDevice |
         if arch != HOST_ARCH:
             raise IreePyError(f"this module was compiled for {arch}; this host is {HOST_ARCH}: "
                               f"run it with device='qemu' (--device=qemu)")
-        return LocalDevice(image, sources)
+        return LocalDevice(image, sources, threads=threads)
     if device == "qemu-user":  # the Linux runner under qemu-user, also for bare-metal archs (user_mode_stand_in)
-        return QemuDevice(image, arch, has_state(module), sources)
+        return QemuDevice(image, arch, has_state(module), sources, threads)
     if device.startswith(("serial://", "socket://")):  # a board running the device server
         from iree_py.runtime.serial_device import SerialDevice
         board = SerialDevice(device)
@@ -353,6 +381,6 @@ def open_device(device: str, image: np.ndarray, module: Module) -> LocalDevice |
             return emulated
     if device == "qemu" or device.startswith("qemu-"):
         return QemuDevice(image, device.removeprefix("qemu-") if device.startswith("qemu-") else arch, has_state(module),
-                          sources)
+                          sources, threads)
     raise IreePyError(f"unknown device {device!r}: use 'local', 'vulkan', 'qemu', 'qemu:TARGET', serial://PORT or "
                       f"socket://HOST:PORT")

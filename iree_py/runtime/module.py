@@ -74,10 +74,10 @@ class LoadedFunction:
 
 
 class LoadedModule:
-    def __init__(self, source: bytes | Path, device: str = "local") -> None:
+    def __init__(self, source: bytes | Path, device: str = "local", threads: int | None = None) -> None:
         image = module_image(source)
         self.module: Module = read_module(image.data, payloads=False)  # signatures only, no weight copies
-        self.device = open_device(device, image, self.module)
+        self.device = open_device(device, image, self.module, threads)
         self.functions = {f.name: LoadedFunction(self, f) for f in self.module.functions if f.exported}
 
     @property
@@ -103,8 +103,10 @@ class LoadedModule:
         raise AttributeError(f"module has no function {name!r}; it has {sorted(functions)}")
 
 
-def load(module: bytes | str | Path, device: str = "local") -> LoadedModule:
+def load(module: bytes | str | Path, device: str = "local", threads: int | None = None) -> LoadedModule:
+    """`threads`: threads for each dispatch on this host or under qemu-user (0: one per physical core;
+    None: $IREE_PY_THREADS, else 0). Results are the same bits for any count."""
     source = bytes(module) if isinstance(module, (bytes, bytearray, memoryview)) else Path(module)
     if isinstance(source, Path) and not source.exists():
         raise IreePyError(f"module file {source} does not exist")
-    return LoadedModule(source, device)
+    return LoadedModule(source, device, threads)

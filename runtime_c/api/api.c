@@ -6,6 +6,7 @@
 
 #include "../base/allocator.h"
 #include "../hal/sync_device.h"
+#include "../hal/threaded_device.h"
 #if IRP_HAVE_VULKAN
 #include "../hal/drivers/vulkan/vulkan_device.h"
 #endif
@@ -17,6 +18,8 @@ struct irp_runtime_t {
   irp_hal_device_t cpu_device; /* the synchronous CPU driver */
   irp_hal_device_t* device;    /* runs every module's dispatches: &cpu_device or a Vulkan device */
   irp_hal_device_t* vulkan;    /* the Vulkan device (irp_runtime_set_device), NULL if none */
+  uint32_t thread_count;       /* threads for CPU dispatches (irp_runtime_set_thread_count) */
+  irp_hal_device_t* threaded;  /* the threaded CPU driver, made at the first load with thread_count > 1 */
   uint32_t module_count;       /* modules loaded and not released: the device cannot change under them */
   size_t memory_limit;     /* 0: IRP_MAX_MODULE_MEMORY (irp_runtime_set_memory_limit) */
   char message[IRP_MAX_MESSAGE_LENGTH];
@@ -48,6 +51,7 @@ irp_status_t irp_runtime_create(const irp_allocator_t* allocator, irp_runtime_t*
   runtime->allocator = *allocator;
   irp_hal_sync_device_initialize(&runtime->cpu_device);
   runtime->device = &runtime->cpu_device;
+  runtime->thread_count = irp_physical_core_count();
   runtime->diag.message = runtime->message;
   runtime->diag.capacity = sizeof(runtime->message);
   *out_runtime = runtime;
@@ -82,8 +86,63 @@ irp_status_t irp_runtime_set_device(irp_runtime_t* runtime, const char* device) 
 #endif
 }
 
+irp_status_t irp_runtime_set_thread_count(irp_runtime_t* runtime, int32_t count) {
+  if (runtime == NULL) return IRP_INVALID_ARGUMENT;
+  irp_diag_t* diag = &runtime->diag;
+  irp_diag_clear(diag);
+  if (runtime->module_count > 0) {
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "the thread count is set before modules are loaded (%" PRIu32
+                    " loaded)", runtime->module_count);
+  }
+  if (count < 0 || count > IRP_MAX_THREADS) {
+    return IRP_FAIL(diag, IRP_INVALID_ARGUMENT, "thread count %" PRId32 ": expected 0 (one per physical core) to %d",
+                    count, IRP_MAX_THREADS);
+  }
+  uint32_t threads = count == 0 ? irp_physical_core_count() : (uint32_t)count;
+  if (threads > 1 && !IRP_HAVE_THREADS) {
+    return IRP_FAIL(diag, IRP_UNSUPPORTED, "this runtime was built without threads (IRP_HAVE_THREADS=0): 1 thread only");
+  }
+#if IRP_HAVE_THREADS
+  if (threads != runtime->thread_count && runtime->threaded != NULL) {  /* made for another count */
+    if (runtime->device == runtime->threaded) runtime->device = &runtime->cpu_device;
+    irp_hal_threaded_device_release(runtime->threaded);
+    runtime->threaded = NULL;
+  }
+#endif
+  runtime->thread_count = threads;
+  return IRP_OK;
+}
+
+int32_t irp_runtime_thread_count(const irp_runtime_t* runtime) {
+  return runtime == NULL ? 0 : (int32_t)runtime->thread_count;
+}
+
+/* The CPU device for the next load: the threaded driver when more than one thread is asked for
+ * (made once, at the first load that needs it), else the synchronous one. */
+static irp_status_t irp_runtime_pick_cpu_device(irp_runtime_t* runtime) {
+#if IRP_HAVE_THREADS
+  bool on_cpu = runtime->device == &runtime->cpu_device || runtime->device == runtime->threaded;
+  if (!on_cpu) return IRP_OK;
+  if (runtime->thread_count <= 1) {
+    runtime->device = &runtime->cpu_device;
+    return IRP_OK;
+  }
+  if (runtime->threaded == NULL) {
+    IRP_RETURN_IF_ERROR(irp_hal_threaded_device_create(&runtime->allocator, runtime->thread_count, &runtime->diag,
+                                                       &runtime->threaded));
+  }
+  runtime->device = runtime->threaded;
+#else
+  (void)runtime;
+#endif
+  return IRP_OK;
+}
+
 void irp_runtime_release(irp_runtime_t* runtime) {
   if (runtime == NULL) return;
+#if IRP_HAVE_THREADS
+  irp_hal_threaded_device_release(runtime->threaded);
+#endif
 #if IRP_HAVE_VULKAN
   irp_hal_vulkan_device_release(runtime->vulkan);
 #endif
@@ -204,6 +263,7 @@ irp_status_t irp_module_load(irp_runtime_t* runtime, const void* data, size_t le
   if (runtime == NULL || out_module == NULL) return IRP_INVALID_ARGUMENT;
   *out_module = NULL;
   irp_diag_clear(&runtime->diag);
+  if (runtime->module_count == 0) IRP_RETURN_IF_ERROR(irp_runtime_pick_cpu_device(runtime));
   irp_module_t* module = NULL;
   IRP_RETURN_IF_ERROR(irp_allocate_zeroed(&runtime->allocator, 1, sizeof(irp_module_t), 16, &runtime->diag,
                                           (void**)&module));

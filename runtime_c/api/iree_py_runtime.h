@@ -59,6 +59,14 @@ void irp_runtime_set_memory_limit(irp_runtime_t* runtime, size_t bytes);
  * the Vulkan driver, a missing libvulkan.so.1 or no Vulkan device is IRP_UNSUPPORTED with a message
  * saying which; the runtime then keeps its previous device. */
 irp_status_t irp_runtime_set_device(irp_runtime_t* runtime, const char* device);
+/* Threads (the caller's included) that run each CPU dispatch's workgroups: 1 runs them on the
+ * calling thread alone (the synchronous driver); N > 1 starts N - 1 worker threads at the next load
+ * (the threaded driver, hal/threaded_device.h), kept until the runtime is released; 0 means one per
+ * physical core, which is also the initial value on hosted builds (1 on builds without threads).
+ * Results are bit-identical for any count. Call it before loading modules; more than
+ * IRP_MAX_THREADS, a negative count, or more than 1 on a build without threads is an error. */
+irp_status_t irp_runtime_set_thread_count(irp_runtime_t* runtime, int32_t count);
+int32_t irp_runtime_thread_count(const irp_runtime_t* runtime);
 
 /* Verifies the whole module (every offset, register, branch target, executable) before returning
  * it; nothing in it is trusted afterwards. */

@@ -23,6 +23,24 @@
 #define IRP_BOARD_CLOCK (!IRP_HAVE_OS)
 #endif
 
+/* 1: the threaded CPU driver (hal/threaded_device.c: a pool of POSIX threads sharing each
+ * dispatch's workgroups) is built, and runtimes use it when given more than one thread. 0: only the
+ * synchronous driver; bare-metal builds have no threads. */
+#ifndef IRP_HAVE_THREADS
+#define IRP_HAVE_THREADS IRP_HAVE_OS
+#endif
+
+/* Most threads (the caller's included) one runtime's CPU dispatches may use. */
+#ifndef IRP_MAX_THREADS
+#define IRP_MAX_THREADS 256
+#endif
+
+/* Nanoseconds an idle worker, or a caller waiting for the workers, spins before it sleeps on a
+ * condition variable: dispatches that follow each other within it cost no system call. */
+#ifndef IRP_THREAD_SPIN_NS
+#define IRP_THREAD_SPIN_NS 50000
+#endif
+
 /* 1: errors carry formatted messages (vsnprintf). 0: only status codes (smaller builds). */
 #ifndef IRP_STATUS_MESSAGES
 #define IRP_STATUS_MESSAGES 1

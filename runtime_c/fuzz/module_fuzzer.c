@@ -88,6 +88,9 @@ static void run_module(const uint8_t* data, size_t size) {
   irp_runtime_t* runtime = NULL;
   IRP_FUZZ_ASSERT(irp_runtime_create(&allocator, &runtime) == IRP_OK, "irp_runtime_create");
   irp_runtime_set_memory_limit(runtime, MODULE_MEMORY_LIMIT);
+  /* One thread: a fresh runtime per input would start workers per input (the threaded device has
+   * its own tests: make test-tsan). */
+  IRP_FUZZ_ASSERT(irp_runtime_set_thread_count(runtime, 1) == IRP_OK, "irp_runtime_set_thread_count");
   irp_module_t* module = NULL;
   irp_status_t status = irp_module_load(runtime, data, size, &module);
   irp_fuzz_check_message(status, irp_runtime_error_message(runtime), "irp_module_load");

@@ -8,6 +8,7 @@
 
 #include "../api/iree_py_runtime.h"
 #include "../hal/sync_device.h"
+#include "../hal/threaded_device.h"
 #include "../vm/pool.h"
 
 static int g_failures = 0;
@@ -69,10 +70,13 @@ static void counting_free(void* ctx, void* ptr) {
   free(ptr);
 }
 
+/* One thread: the corruption tests load thousands of modules, each into a runtime of its own, and
+ * workers would start for each; the threaded device has tests of its own below. */
 static irp_runtime_t* make_runtime(void) {
   irp_allocator_t allocator = irp_allocator_system();
   irp_runtime_t* runtime = NULL;
   if (irp_runtime_create(&allocator, &runtime) != IRP_OK) exit(2);
+  if (irp_runtime_set_thread_count(runtime, 1) != IRP_OK) exit(2);
   return runtime;
 }
 
@@ -520,27 +524,123 @@ static void test_sync_device(void) {
   }
 }
 
+#if IRP_HAVE_THREADS
+/* The threaded device (hal/threaded_device.h) on the same contract, at several thread counts and
+ * many dispatches in a row (what ThreadSanitizer checks, make test-tsan): every workgroup exactly
+ * once, and of the two failing workgroups the first in x-fastest order, with every workgroup before
+ * it run (those after it may or may not have run). */
+static void test_threaded_device(void) {
+  const uint32_t thread_counts[] = {2, 3, 4, 8};
+  irp_allocator_t allocator = irp_allocator_system();
+  for (size_t t = 0; t < sizeof(thread_counts) / sizeof(thread_counts[0]); ++t) {
+    irp_hal_device_t* device = NULL;
+    char message[128];
+    irp_diag_t diag = {message, sizeof(message)};
+    CHECK(irp_hal_threaded_device_create(&allocator, thread_counts[t], &diag, &device) == IRP_OK, "create: %s", message);
+    if (device == NULL) continue;
+    irp_kernel_fn_t kernels[] = {count_and_fail};
+    irp_hal_executable_t executable = {0};
+    executable.entry_point_count = 1;
+    executable.kernels = kernels;
+    uint32_t runs[4 * 3 * 2];
+    void* bindings[] = {runs};
+    size_t binding_lengths[] = {sizeof(runs)};
+    uint32_t push_constants[] = {0};
+    irp_hal_dispatch_t dispatch = {&executable, 0, {{4, 3, 2}, 1, push_constants, bindings, binding_lengths, 1, 0}};
+    for (int round = 0; round < 200; ++round) {
+      memset(runs, 0, sizeof(runs));
+      push_constants[0] = (uint32_t)(round & 1);
+      irp_hal_kernel_failure_t failure = {IRP_KERNEL_STATUS_OK, {0, 0, 0}};
+      irp_status_t status = irp_hal_device_dispatch(device, &dispatch, &failure, NULL);
+      size_t failed = 1 + 4 * 2; /* (1, 2, 0) */
+      if (round & 1) {
+        CHECK(status == IRP_RUNTIME_FAILURE && failure.status == IRP_KERNEL_STATUS_INDEX_OUT_OF_RANGE &&
+                  failure.workgroup_id[0] == 1 && failure.workgroup_id[1] == 2 && failure.workgroup_id[2] == 0,
+              "%u threads: first failure: status %d code %d at (%u, %u, %u)", thread_counts[t], status,
+              (int)failure.status, failure.workgroup_id[0], failure.workgroup_id[1], failure.workgroup_id[2]);
+      } else {
+        CHECK(status == IRP_OK && failure.status == IRP_KERNEL_STATUS_OK, "%u threads: no failure", thread_counts[t]);
+      }
+      for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); ++i) {
+        bool must_run = !(round & 1) || i <= failed;
+        CHECK(runs[i] <= 1 && (!must_run || runs[i] == 1), "%u threads, round %d: workgroup %zu ran %u times",
+              thread_counts[t], round, i, runs[i]);
+      }
+    }
+    uint32_t single[1] = {0};
+    void* single_bindings[] = {single};
+    size_t single_lengths[] = {sizeof(single)};
+    push_constants[0] = 0;
+    irp_hal_dispatch_t one = {&executable, 0, {{1, 1, 1}, 1, push_constants, single_bindings, single_lengths, 1, 0}};
+    irp_hal_kernel_failure_t failure = {IRP_KERNEL_STATUS_OK, {0, 0, 0}};
+    CHECK(irp_hal_device_dispatch(device, &one, &failure, NULL) == IRP_OK && single[0] == 1, "one workgroup, inline");
+    irp_hal_threaded_device_release(device);
+  }
+  irp_hal_device_t* device = NULL;
+  char message[128];
+  irp_diag_t diag = {message, sizeof(message)};
+  CHECK(irp_hal_threaded_device_create(&allocator, 1, &diag, &device) == IRP_INVALID_ARGUMENT && device == NULL,
+        "a threaded device of 1 thread is refused");
+}
+
+/* irp_runtime_set_thread_count: its range, before loading only, and modules that run alike. */
+static void test_thread_count(void) {
+  irp_runtime_t* runtime = make_runtime();
+  CHECK(irp_runtime_thread_count(runtime) >= 1, "a default thread count");
+  CHECK(irp_runtime_set_thread_count(runtime, -1) == IRP_INVALID_ARGUMENT, "negative");
+  CHECK(irp_runtime_set_thread_count(runtime, IRP_MAX_THREADS + 1) == IRP_INVALID_ARGUMENT &&
+            strstr(irp_runtime_error_message(runtime), "expected 0 (one per physical core) to 256") != NULL,
+        "too many: %s", irp_runtime_error_message(runtime));
+  CHECK(irp_runtime_set_thread_count(runtime, 3) == IRP_OK && irp_runtime_thread_count(runtime) == 3, "3 threads");
+  bytes_t bytes = read_module("good.vmfb");
+  irp_module_t* module = NULL;
+  CHECK(irp_module_load(runtime, bytes.data, bytes.length, &module) == IRP_OK, "load with 3 threads");
+  CHECK(irp_runtime_set_thread_count(runtime, 2) == IRP_INVALID_ARGUMENT, "not after a load");
+  float a[100], b[100];
+  for (int i = 0; i < 100; ++i) a[i] = (float)i, b[i] = 0.5f * (float)i;
+  irp_buffer_view_t inputs[2] = {f32_view(a, 100, 0), f32_view(b, 100, 0)}, outputs[1];
+  for (int round = 0; round < 100 && module != NULL; ++round) {
+    CHECK(irp_call(module, find(module, "main"), inputs, 2, outputs, 1) == IRP_OK, "call");
+    const float* sum = outputs[0].data;
+    int wrong = 0;
+    for (int i = 0; i < 100; ++i) wrong += sum[i] != 1.5f * (float)i;
+    CHECK(wrong == 0, "round %d: %d wrong sums", round, wrong);
+  }
+  irp_module_release(module);
+  CHECK(irp_runtime_set_thread_count(runtime, 0) == IRP_OK, "again once released");
+  irp_runtime_release(runtime);
+  free(bytes.data);
+}
+#endif
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: runtime_tests DIR_OF_TEST_MODULES\n");
+  bool threads_only = argc == 3 && strcmp(argv[2], "--threads-only") == 0;
+  if (argc != 2 && !threads_only) {
+    fprintf(stderr, "usage: runtime_tests DIR_OF_TEST_MODULES [--threads-only]\n");
     return 2;
   }
   g_dir = argv[1];
-  test_add_and_scale("good.vmfb");
-  test_add_and_scale("symbolic_good.vmfb"); /* relocated through the symbol table (R_*_64) */
-  test_add_and_scale("flat_good.vmfb");
-  test_call_errors();
-  test_sync_device();
-  test_pool();
-  test_dynamic();
-  test_bad_modules();
-  test_memory_limit();
-  test_out_of_memory();
-  test_corruption();
+  if (!threads_only) {
+    test_add_and_scale("good.vmfb");
+    test_add_and_scale("symbolic_good.vmfb"); /* relocated through the symbol table (R_*_64) */
+    test_add_and_scale("flat_good.vmfb");
+    test_call_errors();
+    test_sync_device();
+    test_pool();
+    test_dynamic();
+    test_bad_modules();
+    test_memory_limit();
+    test_out_of_memory();
+    test_corruption();
+  }
+#if IRP_HAVE_THREADS
+  test_threaded_device();
+  test_thread_count();
+#endif
   if (g_failures != 0) {
     fprintf(stderr, "%d check(s) failed\n", g_failures);
     return 1;
   }
-  printf("runtime_tests: all passed\n");
+  printf("runtime_tests: all passed%s\n", threads_only ? " (threads only)" : "");
   return 0;
 }

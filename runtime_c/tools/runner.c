@@ -1,7 +1,7 @@
 /* irp-run: load a module, feed it inputs from raw files, run a function, write its outputs.
  *
  *   irp-run MODULE.vmfb [--function=NAME] [--input=FILE.bin [--shape=DxDx...]]... [--output=FILE.bin]...
- *           [--output-shapes=FILE.txt] [--repeat=N] [--print] [--stats] [--device=local|vulkan]
+ *           [--output-shapes=FILE.txt] [--repeat=N] [--print] [--stats] [--device=local|vulkan] [--threads=N]
  *   irp-run --info MODULE.vmfb
  *
  * Inputs are raw little-endian bytes; their dtype and shape come from the signature, except that an
@@ -25,6 +25,7 @@ typedef struct options_t {
   const char* module_path;
   const char* function;
   const char* device; /* irp_runtime_set_device; NULL: the default (local) */
+  long threads;       /* irp_runtime_set_thread_count; -1: the default */
   const char* inputs[MAX_FILES];
   const char* input_shapes[MAX_FILES]; /* --shape after each --input, or NULL */
   int input_count;
@@ -44,12 +45,14 @@ static int usage(const char* problem) {
   fprintf(stderr,
           "usage: irp-run MODULE.vmfb [--function=NAME] [--input=FILE.bin [--shape=DxD...]]... [--output=FILE.bin]...\n"
           "               [--output-shapes=FILE.txt] [--repeat=N] [--print] [--stats] [--device=local|vulkan]\n"
+          "               [--threads=N (0: one per physical core, the default)]\n"
           "       irp-run --info MODULE.vmfb\n");
   return 2;
 }
 
 static int parse_options(int argc, char** argv, options_t* options) {
   memset(options, 0, sizeof(*options));
+  options->threads = -1;
   options->function = "main";
   for (int i = 1; i < argc; ++i) {
     const char* arg = argv[i];
@@ -72,6 +75,12 @@ static int parse_options(int argc, char** argv, options_t* options) {
     } else if (strncmp(arg, "--output=", 9) == 0) {
       if (options->output_count == MAX_FILES) return usage("too many --output");
       options->outputs[options->output_count++] = arg + 9;
+    } else if (strncmp(arg, "--threads=", 10) == 0) {
+      char* end = NULL;
+      options->threads = strtol(arg + 10, &end, 10);
+      if (*end != '\0' || arg[10] == '\0' || options->threads < 0 || options->threads > 100000) {
+        return usage("--threads takes a count (0: one per physical core)");
+      }
     } else if (strncmp(arg, "--repeat=", 9) == 0) {
       char* end = NULL;
       options->repeat = strtol(arg + 9, &end, 10);
@@ -369,6 +378,12 @@ int main(int argc, char** argv) {
     fprintf(stderr, "irp-run: cannot create the runtime\n");
     free(data);
     return 1;
+  }
+  if (options.threads >= 0 && irp_runtime_set_thread_count(runtime, (int32_t)options.threads) != IRP_OK) {
+    fprintf(stderr, "irp-run: --threads=%ld: %s\n", options.threads, irp_runtime_error_message(runtime));
+    irp_runtime_release(runtime);
+    free(data);
+    return 2;
   }
   if (options.device != NULL && irp_runtime_set_device(runtime, options.device) != IRP_OK) {
     fprintf(stderr, "irp-run: --device=%s: %s\n", options.device, irp_runtime_error_message(runtime));

@@ -1,6 +1,7 @@
-"""iree-py versus onnxruntime (1 thread) on the example models and real architectures, in one run.
+"""iree-py versus onnxruntime (1 thread, or --threads N for both) on the example models and real
+architectures, in one run.
 
-    python benchmarks/compare_onnxruntime.py [--models small_cnn,mlp,squeezenet] [--repeat 20]
+    python benchmarks/compare_onnxruntime.py [--models small_cnn,mlp,squeezenet] [--repeat 20] [--threads 2]
 
 For each model: compile time and module size (iree-py), median latency of repeated runs, and peak
 memory (the growth of the process's peak RSS, VmHWM, from loading and running the model, measured in
@@ -38,6 +39,7 @@ def peak_rss_kb():  # VmHWM belongs to this process's own address space (ru_maxr
             return int(line.split()[1])
 engine, model_path, input_path, repeat = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 option = sys.argv[5] if len(sys.argv) > 5 else ""
+threads = int(sys.argv[6]) if len(sys.argv) > 6 else 1
 if input_path.endswith(".npz"):
     z = np.load(input_path)
     xs = [z[f"arr_{i}"] for i in range(len(z.files))]
@@ -48,14 +50,14 @@ if engine == "iree-py":
     from iree_py.runtime import capi
     capi.library()
     base = peak_rss_kb()
-    m = iree_py.load(model_path)
+    m = iree_py.load(model_path, threads=threads)
     (fn,) = m.functions.values()
     run = lambda: fn.call(*xs)
 elif engine == "litert":
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
     base = peak_rss_kb()
     resolver = OpResolverType.AUTO if option == "xnnpack" else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
-    it = Interpreter(model_path=model_path, num_threads=1, experimental_op_resolver_type=resolver)
+    it = Interpreter(model_path=model_path, num_threads=threads, experimental_op_resolver_type=resolver)
     it.allocate_tensors()
     indices = [d["index"] for d in it.get_input_details()]
     def run():
@@ -65,7 +67,7 @@ elif engine == "litert":
 else:
     import onnxruntime as ort
     base = peak_rss_kb()
-    o = ort.SessionOptions(); o.intra_op_num_threads = 1; o.inter_op_num_threads = 1
+    o = ort.SessionOptions(); o.intra_op_num_threads = threads; o.inter_op_num_threads = 1
     s = ort.InferenceSession(model_path, o, providers=["CPUExecutionProvider"])
     feed = dict(zip([i.name for i in s.get_inputs()], xs))
     run = lambda: s.run(None, feed)
@@ -90,19 +92,21 @@ def model_and_input(name: str, tmp: Path) -> tuple[Path, Path]:
     return tmp / f"{name}.onnx", tmp / f"{name}.npy"
 
 
-def measure(engine: str, model_path: Path, input_path: Path, repeat: int, option: str = "") -> dict:
-    out = subprocess.run([sys.executable, "-c", WORKER, engine, str(model_path), str(input_path), str(repeat), option],
+def measure(engine: str, model_path: Path, input_path: Path, repeat: int, option: str = "", threads: int = 1) -> dict:
+    out = subprocess.run([sys.executable, "-c", WORKER, engine, str(model_path), str(input_path), str(repeat), option,
+                          str(threads)],
                          capture_output=True, text=True, check=True, cwd=ROOT)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def measure_interleaved(runs: list[tuple[str, Path, Path, str]], repeat: int, rounds: int) -> list[dict]:
+def measure_interleaved(runs: list[tuple[str, Path, Path, str]], repeat: int, rounds: int, threads: int = 1) -> list[dict]:
     """Each (engine, model, input, option) measured in `rounds` fresh processes, the engines taking turns
-    within each round; per engine the best median latency and the smallest peak-memory growth."""
+    within each round, every engine on `threads` threads; per engine the best median latency and the
+    smallest peak-memory growth."""
     best: list[dict] = [{} for _ in runs]
     for _ in range(rounds):
         for i, (engine, model_path, input_path, option) in enumerate(runs):
-            got = measure(engine, model_path, input_path, repeat, option)
+            got = measure(engine, model_path, input_path, repeat, option, threads)
             best[i] = {key: min(value, best[i].get(key, value)) for key, value in got.items()}
     return best
 
@@ -113,6 +117,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3, help="fresh processes per engine, alternating")
     parser.add_argument("--target", default="host")
+    parser.add_argument("--threads", type=int, default=1, help="threads for every engine (iree-py, onnxruntime)")
     args = parser.parse_args()
     import iree_py
     rows = []
@@ -126,7 +131,8 @@ def main() -> None:
             module_path = tmp / f"{name}.vmfb"
             module_path.write_bytes(data)
             ours, ort = measure_interleaved([("iree-py", module_path, input_path, ""),
-                                             ("onnxruntime", model_path, input_path, "")], args.repeat, args.rounds)
+                                             ("onnxruntime", model_path, input_path, "")], args.repeat, args.rounds,
+                                            args.threads)
             rows.append((name, compile_s, len(data), model_path.stat().st_size, ours, ort))
             print(f"measured {name}", file=sys.stderr)
     print(f"{'model':<14}{'compile s':>10}{'module KB':>11}{'onnx KB':>9}{'iree-py ms':>12}{'ort ms':>9}"

@@ -43,6 +43,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--target", default="host")
+    parser.add_argument("--threads", type=int, default=1, help="threads for every engine (iree-py and its peer)")
     args = parser.parse_args()
     wanted = args.models.split(",")
     rows = []
@@ -65,7 +66,8 @@ def main() -> None:
             peer = "onnxruntime" if model.kind == "onnx" else "litert"
             try:
                 ours, ref = measure_interleaved([("iree-py", module_path, inputs_path, ""),
-                                                 (peer, path, inputs_path, "xnnpack")], args.repeat, args.rounds)
+                                                 (peer, path, inputs_path, "xnnpack")], args.repeat, args.rounds,
+                                                args.threads)
             except Exception as e:  # noqa: BLE001 - a crash at run time is a result too
                 rows.append((model, compile_s, len(data), f"run: {type(e).__name__}"))
                 continue

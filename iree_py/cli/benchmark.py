@@ -15,11 +15,20 @@ COMPARE_ROUNDS = 3  # --compare: the two engines take turns this many times; eac
 
 
 def benchmark(module: LoadedModule, function: str, inputs: list[np.ndarray], repeat: int, profile: bool,
-              compare: str | None = None) -> str:
+              compare: str | None = None, trace: str | None = None) -> str:
     fn = getattr(module, function)
     run = lambda: fn.call(*inputs)
     run()  # warm up: first touch of the arena and the kernels
     device = module.device
+    if trace is not None:  # the timed runs below are plain; the traced ones follow them
+        from iree_py.cli.trace import chrome_trace, start_tracing, write_trace
+        traced = start_tracing(module)
+        calls = []
+        for _ in range(repeat):
+            run()
+            calls.append(traced.trace())
+        traced.set_trace(0)
+        write_trace(trace, chrome_trace(module, function, calls, traced.arena_size()))
     if profile:
         if not isinstance(device, LocalDevice):
             raise IreePyError("--profile needs the local device")

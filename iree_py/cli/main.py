@@ -60,6 +60,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         inputs = check_inputs(fn.signature, tuple(parse_input(t) for t in args.input))
         outputs, profile_text = run_profiled(module.device, args.function, inputs,
                                              [s.dtype.module_code for s in fn.signature.inputs])
+    elif args.trace:
+        from iree_py.cli.trace import chrome_trace, start_tracing, write_trace
+        device = start_tracing(module)
+        outputs = fn.call(*[parse_input(t) for t in args.input])
+        write_trace(args.trace, chrome_trace(module, args.function, [device.trace()], device.arena_size()))
     else:
         outputs = fn.call(*[parse_input(t) for t in args.input])
     if args.output and len(args.output) != len(outputs):
@@ -109,7 +114,7 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
                                             [s.dtype.module_code for s in fn.inputs], args.repeat, args.profile))
         return 0
     sys.stdout.write(benchmark(module, args.function, [parse_input(t) for t in args.input], args.repeat, args.profile,
-                               args.compare))
+                               args.compare, args.trace))
     return 0
 
 
@@ -167,6 +172,10 @@ THREADS_HELP = ("threads running each kernel's workgroups, on this host or under
                 "else one per physical core; results are the same bits for any count)")
 
 
+TRACE_HELP = ("write the calls' timeline (each dispatch, the VM's time, worker threads, memory) as Chrome trace "
+              "events: open it in ui.perfetto.dev or chrome://tracing")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from iree_py.targets import available_targets
     parser = argparse.ArgumentParser(prog="iree-py", description="Compile ONNX models to compact modules and run them.")
@@ -201,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", action="store_true", help="on a board: total cycles and cycles per kernel")
     r.add_argument("--stats", action="store_true", help="print the call's peak memory (arena + pool high-water mark)")
     r.add_argument("--threads", type=int, metavar="N", help=THREADS_HELP)
+    r.add_argument("--trace", metavar="FILE.json", help=TRACE_HELP)
     r.set_defaults(func=_cmd_run)
 
     b = sub.add_parser("benchmark", help="time a module's function; --profile adds the time per kernel")
@@ -210,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--input", action="append", default=[], help="as for run")
     b.add_argument("--repeat", type=int, default=20)
     b.add_argument("--threads", type=int, metavar="N", help=THREADS_HELP)
+    b.add_argument("--trace", metavar="FILE.json", help=TRACE_HELP)
     b.add_argument("--profile", action="store_true", help="time per kernel, with the source nodes behind each")
     b.add_argument("--compare", metavar="[ENGINE:]MODEL", help="run the source model in onnxruntime (MODEL.onnx) or "
                    "LiteRT (MODEL.tflite) on the same inputs, taking turns, and print its latency and the ratio")

@@ -14,6 +14,12 @@ class BufferView(ctypes.Structure):
                 ("data", ctypes.c_void_p), ("length", ctypes.c_size_t)]
 
 
+class TraceEvent(ctypes.Structure):
+    _fields_ = [("start_ns", ctypes.c_uint64), ("end_ns", ctypes.c_uint64), ("entry_point", ctypes.c_int32),
+                ("workgroup_count", ctypes.c_uint32 * 3), ("binding_bytes", ctypes.c_uint64),
+                ("pool_bytes", ctypes.c_uint64), ("thread_count", ctypes.c_uint32)]
+
+
 class Allocator(ctypes.Structure):
     _fields_ = [("ctx", ctypes.c_void_p), ("alloc", ctypes.c_void_p), ("free", ctypes.c_void_p)]
 
@@ -38,6 +44,12 @@ _SIGNATURES = {
     "irp_module_entry_point_count": ([ctypes.c_void_p], ctypes.c_int32),
     "irp_module_entry_point_profile": ([ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_char_p),
                                         ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64)], ctypes.c_int),
+    "irp_module_set_trace": ([ctypes.c_void_p, ctypes.c_uint32], ctypes.c_int),
+    "irp_module_trace_call": ([ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
+                               ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)], ctypes.c_int),
+    "irp_module_trace_event": ([ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(TraceEvent)], ctypes.c_int),
+    "irp_module_trace_thread_span": ([ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint64),
+                                      ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)], ctypes.c_int),
     "irp_call": ([ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(BufferView), ctypes.c_int32,
                   ctypes.POINTER(BufferView), ctypes.c_int32], ctypes.c_int),
 }

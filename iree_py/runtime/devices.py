@@ -106,6 +106,34 @@ class _CallPlan:
 
 
 @dataclass(frozen=True)
+class ThreadSpan:
+    """What one thread did in a dispatch: its first workgroup's start, last one's end, how many."""
+    start_ns: int
+    end_ns: int
+    workgroups: int
+
+
+@dataclass(frozen=True)
+class DispatchTrace:
+    entry_point: str
+    start_ns: int
+    end_ns: int
+    workgroup_count: tuple[int, int, int]
+    binding_bytes: int
+    pool_bytes: int
+    threads: tuple[ThreadSpan, ...]
+
+
+@dataclass(frozen=True)
+class CallTrace:
+    """One call's timeline, in the runtime's clock (ns): the call, and each dispatch in it."""
+    start_ns: int
+    end_ns: int
+    dispatches: list[DispatchTrace]
+    dropped: int  # dispatches past the trace's room
+
+
+@dataclass(frozen=True)
 class KernelProfile:
     entry_point: str
     dispatches: int
@@ -158,6 +186,32 @@ class LocalDevice:
     def set_profiling(self, enabled: bool) -> None:
         """Count dispatches and time per entry point from now on (clears the counters)."""
         self.lib.irp_module_set_profiling(self.module, int(enabled))
+
+    def set_trace(self, max_events: int) -> None:
+        """Record each call's timeline (runtime/trace.py) from now on, up to max_events dispatches
+        per call; 0 turns it off."""
+        self._check(self.lib.irp_module_set_trace(self.module, max_events), "trace")
+
+    def trace(self) -> CallTrace:
+        """The latest call's timeline (set_trace must be on)."""
+        start, end, count, dropped = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint32(), ctypes.c_uint64()
+        self._check(self.lib.irp_module_trace_call(self.module, ctypes.byref(start), ctypes.byref(end),
+                                                   ctypes.byref(count), ctypes.byref(dropped)), "trace")
+        names = [p.entry_point for p in self.profile()]
+        events = []
+        event = capi.TraceEvent()
+        s, e, n = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint32()
+        for i in range(count.value):
+            self._check(self.lib.irp_module_trace_event(self.module, i, ctypes.byref(event)), "trace")
+            spans = []
+            for t in range(event.thread_count):
+                self._check(self.lib.irp_module_trace_thread_span(self.module, i, t, ctypes.byref(s), ctypes.byref(e),
+                                                                  ctypes.byref(n)), "trace")
+                spans.append(ThreadSpan(s.value, e.value, n.value))
+            events.append(DispatchTrace(names[event.entry_point], event.start_ns, event.end_ns,
+                                        tuple(event.workgroup_count), event.binding_bytes, event.pool_bytes,
+                                        tuple(spans)))
+        return CallTrace(start.value, end.value, events, dropped.value)
 
     def profile(self) -> list[KernelProfile]:
         out = []

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../base/allocator.h"
+#include "../base/clock.h"
 #include "../hal/sync_device.h"
 #include "../hal/threaded_device.h"
 #if IRP_HAVE_VULKAN
@@ -36,6 +37,8 @@ struct irp_module_t {
   irp_vm_pool_t pool;
   void* pool_storage;        /* the pool's region and block table (vm/pool.h) */
   irp_vm_entry_profile_t* profile; /* one slot per loaded entry point; state.profile points here when on */
+  irp_vm_trace_t trace;            /* irp_module_set_trace; state.trace points here when on */
+  uint64_t call_start_ns, call_end_ns; /* the latest call, when tracing */
   irp_hal_device_t* device;        /* the runtime's device when the module was loaded */
   const uint8_t* constants_base;   /* the span of the constants given to device->register_constants */
   bool constants_registered;
@@ -298,6 +301,8 @@ void irp_module_release(irp_module_t* module) {
   if (module->constants_registered) device->vtable->unregister_constants(device, module->constants_base);
   irp_vm_module_free(allocator, &module->vm);
   irp_free(allocator, module->profile);
+  irp_free(allocator, module->trace.events);
+  irp_free(allocator, module->trace.spans);
   if (device->vtable->free_buffer != NULL) {
     device->vtable->free_buffer(device, module->state.arena);
     device->vtable->free_buffer(device, module->pool_storage);
@@ -592,10 +597,16 @@ irp_status_t irp_call(irp_module_t* module, int32_t function, const irp_buffer_v
   }
   IRP_RETURN_IF_ERROR(irp_collect_input_dims(module, f, inputs));
   irp_vm_pool_reset(&module->pool);
+  if (module->state.trace != NULL) {
+    module->trace.event_count = module->trace.span_count = 0;
+    module->trace.dropped = 0;
+    module->call_start_ns = irp_clock_ns();
+  }
   irp_status_t status = irp_vm_invoke(&module->vm, &module->state, function, module->input_refs, module->i64_values,
                                       module->output_refs, module->i64_values, diag);
   /* Queued dispatches (a Vulkan device) finish before the outputs are read, or before an error returns. */
   irp_status_t synchronized = irp_hal_device_synchronize(module->device, status == IRP_OK ? diag : NULL);
+  if (module->state.trace != NULL) module->call_end_ns = irp_clock_ns();
   IRP_RETURN_IF_ERROR(status);
   IRP_RETURN_IF_ERROR(synchronized);
   int32_t next_dim = 0;
@@ -611,6 +622,72 @@ void irp_module_set_profiling(irp_module_t* module, int32_t enabled) {
     memset(module->profile, 0, module->vm.entry_point_count * sizeof(irp_vm_entry_profile_t));
   }
   module->state.profile = enabled ? module->profile : NULL;
+}
+
+irp_status_t irp_module_set_trace(irp_module_t* module, uint32_t max_events) {
+  if (module == NULL) return IRP_INVALID_ARGUMENT;
+  const irp_allocator_t* allocator = &module->runtime->allocator;
+  irp_diag_t* diag = &module->runtime->diag;
+  irp_diag_clear(diag);
+  module->state.trace = NULL;
+  irp_free(allocator, module->trace.events);
+  irp_free(allocator, module->trace.spans);
+  memset(&module->trace, 0, sizeof(module->trace));
+  if (max_events == 0) return IRP_OK;
+  uint32_t threads = module->device == module->runtime->threaded ? module->runtime->thread_count : 1;
+  IRP_RETURN_IF_ERROR(irp_allocate_zeroed(allocator, max_events, sizeof(irp_vm_trace_event_t), 8, diag,
+                                          (void**)&module->trace.events));
+  irp_status_t status = irp_allocate_zeroed(allocator, (size_t)max_events * threads, sizeof(irp_hal_thread_span_t), 8,
+                                            diag, (void**)&module->trace.spans);
+  if (status != IRP_OK) {
+    irp_free(allocator, module->trace.events);
+    module->trace.events = NULL;
+    return status;
+  }
+  module->trace.event_capacity = max_events;
+  module->trace.thread_count = threads;
+  module->state.trace = &module->trace;
+  module->call_start_ns = module->call_end_ns = 0;
+  return IRP_OK;
+}
+
+irp_status_t irp_module_trace_call(const irp_module_t* module, uint64_t* out_start_ns, uint64_t* out_end_ns,
+                                   uint32_t* out_event_count, uint64_t* out_dropped) {
+  if (module == NULL || out_start_ns == NULL || out_end_ns == NULL || out_event_count == NULL || out_dropped == NULL) {
+    return IRP_INVALID_ARGUMENT;
+  }
+  *out_start_ns = module->call_start_ns;
+  *out_end_ns = module->call_end_ns;
+  *out_event_count = module->trace.event_count;
+  *out_dropped = module->trace.dropped;
+  return IRP_OK;
+}
+
+irp_status_t irp_module_trace_event(const irp_module_t* module, uint32_t index, irp_trace_event_t* out_event) {
+  if (module == NULL || out_event == NULL) return IRP_INVALID_ARGUMENT;
+  if (index >= module->trace.event_count) {
+    return IRP_FAIL(&module->runtime->diag, IRP_INVALID_ARGUMENT, "trace event %" PRIu32 " does not exist (%" PRIu32
+                    " recorded)", index, module->trace.event_count);
+  }
+  const irp_vm_trace_event_t* event = &module->trace.events[index];
+  *out_event = (irp_trace_event_t){event->start_ns, event->end_ns, (int32_t)event->entry_index,
+                                   {event->workgroup_count[0], event->workgroup_count[1], event->workgroup_count[2]},
+                                   event->binding_bytes, event->pool_bytes, event->span_count};
+  return IRP_OK;
+}
+
+irp_status_t irp_module_trace_thread_span(const irp_module_t* module, uint32_t index, uint32_t thread,
+                                          uint64_t* out_start_ns, uint64_t* out_end_ns, uint32_t* out_workgroups) {
+  if (module == NULL || out_start_ns == NULL || out_end_ns == NULL || out_workgroups == NULL) return IRP_INVALID_ARGUMENT;
+  if (index >= module->trace.event_count || thread >= module->trace.events[index].span_count) {
+    return IRP_FAIL(&module->runtime->diag, IRP_INVALID_ARGUMENT, "trace event %" PRIu32 " has no thread %" PRIu32,
+                    index, thread);
+  }
+  const irp_hal_thread_span_t* span = &module->trace.spans[module->trace.events[index].first_span + thread];
+  *out_start_ns = span->start_ns;
+  *out_end_ns = span->end_ns;
+  *out_workgroups = span->workgroups;
+  return IRP_OK;
 }
 
 int32_t irp_module_entry_point_count(const irp_module_t* module) {

@@ -116,6 +116,29 @@ int32_t irp_module_entry_point_count(const irp_module_t* module);
 irp_status_t irp_module_entry_point_profile(const irp_module_t* module, int32_t index, const char** out_name,
                                            uint64_t* out_dispatches, uint64_t* out_nanoseconds);
 
+/* Tracing: the timeline of each call, for `iree-py run|benchmark --trace` (Chrome trace events).
+ * irp_module_set_trace(module, max_events) allocates room for max_events dispatches per call (and
+ * their threads' spans) now, so tracing allocates nothing in irp_call; 0 turns it off and frees it.
+ * Each irp_call then starts a new trace: its own start and end, and one event per dispatch while
+ * there is room (the rest are counted as dropped). Times are the runtime's clock, in ns. */
+typedef struct irp_trace_event_t {
+  uint64_t start_ns;
+  uint64_t end_ns;
+  int32_t entry_point;         /* as in irp_module_entry_point_profile */
+  uint32_t workgroup_count[3];
+  uint64_t binding_bytes;      /* bytes of its bindings (inputs, outputs, constants) */
+  uint64_t pool_bytes;         /* the run-time pool's bytes in use when it ran */
+  uint32_t thread_count;       /* spans it has: one per thread of the device */
+} irp_trace_event_t;
+irp_status_t irp_module_set_trace(irp_module_t* module, uint32_t max_events);
+/* The latest call's start and end, its events kept, and events dropped for want of room. */
+irp_status_t irp_module_trace_call(const irp_module_t* module, uint64_t* out_start_ns, uint64_t* out_end_ns,
+                                   uint32_t* out_event_count, uint64_t* out_dropped);
+irp_status_t irp_module_trace_event(const irp_module_t* module, uint32_t index, irp_trace_event_t* out_event);
+/* Thread `thread` of event `index`: its first workgroup's start, last one's end, and how many it ran. */
+irp_status_t irp_module_trace_thread_span(const irp_module_t* module, uint32_t index, uint32_t thread,
+                                          uint64_t* out_start_ns, uint64_t* out_end_ns, uint32_t* out_workgroups);
+
 #ifdef __cplusplus
 }
 #endif

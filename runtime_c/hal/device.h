@@ -38,11 +38,23 @@
 #include "executable.h"
 #include "kernel_abi.h"
 
+/* What one thread of a CPU driver did in a dispatch (for traces): its first workgroup's start, its
+ * last one's end, and how many it ran (0: none, and the times are 0). */
+typedef struct irp_hal_thread_span_t {
+  uint64_t start_ns;
+  uint64_t end_ns;
+  uint32_t workgroups;
+} irp_hal_thread_span_t;
+
 /* One kernel call: entry point `entry_point` of `executable` over state.workgroup_count. */
 typedef struct irp_hal_dispatch_t {
   const irp_hal_executable_t* executable; /* prepared by the device that runs the dispatch */
   uint32_t entry_point;                   /* < executable->entry_point_count */
   irp_dispatch_state_t state;
+  /* NULL, or thread_span_count spans (zeroed by the caller) that a CPU driver fills, span t for its
+   * thread t (0: the calling thread); other drivers leave them zero. */
+  irp_hal_thread_span_t* thread_spans;
+  uint32_t thread_span_count;
 } irp_hal_dispatch_t;
 
 /* The first failing workgroup of a dispatch. */

@@ -1,5 +1,6 @@
 #include "sync_device.h"
 
+#include "../base/clock.h"
 #include "cpu_executable.h"
 
 static irp_status_t irp_sync_prepare_executable(irp_hal_device_t* device, const irp_allocator_t* allocator,
@@ -19,6 +20,8 @@ static irp_status_t irp_sync_dispatch(irp_hal_device_t* device, const irp_hal_di
   (void)device, (void)diag;
   const uint32_t* count = dispatch->state.workgroup_count;
   irp_workgroup_state_t workgroup = {{0, 0, 0}, 0};
+  irp_hal_thread_span_t* span = dispatch->thread_span_count > 0 ? dispatch->thread_spans : NULL;
+  if (span != NULL) span->start_ns = irp_clock_ns();
   for (uint32_t z = 0; z < count[2]; ++z) {
     for (uint32_t y = 0; y < count[1]; ++y) {
       for (uint32_t x = 0; x < count[0]; ++x) {
@@ -27,6 +30,10 @@ static irp_status_t irp_sync_dispatch(irp_hal_device_t* device, const irp_hal_di
         workgroup.workgroup_id[2] = z;
         int32_t result = irp_cpu_executable_issue(dispatch->executable, dispatch->entry_point, &dispatch->state,
                                                   &workgroup);
+        if (span != NULL) {
+          span->workgroups += 1;
+          span->end_ns = irp_clock_ns();
+        }
         if (result != IRP_KERNEL_STATUS_OK) {
           out_failure->status = result;
           out_failure->workgroup_id[0] = x;

@@ -30,6 +30,7 @@ typedef struct irp_threaded_device_t {
   uint32_t workers_started;
   unsigned fork_epoch;    /* irp_fork_epoch when the workers started */
   pthread_t* workers;
+  struct irp_worker_t* worker_args; /* what each worker thread is started with */
 
   pthread_mutex_t mutex;  /* guards sleeping on the two conditions, and the failure record */
   pthread_cond_t wake;    /* a new dispatch (generation) or stopping */
@@ -46,17 +47,29 @@ typedef struct irp_threaded_device_t {
   atomic_uint busy;              /* workers still on the dispatch */
 } irp_threaded_device_t;
 
-/* Takes workgroups until none is left (or all that are left come after a failure). */
-static void irp_run_workgroups(irp_threaded_device_t* device) {
+typedef struct irp_worker_t {
+  irp_threaded_device_t* device;
+  uint32_t thread; /* 1.. (0 is the calling thread) */
+} irp_worker_t;
+
+/* Takes workgroups until none is left (or all that are left come after a failure). `thread` names
+ * this thread's span when the dispatch is traced. */
+static void irp_run_workgroups(irp_threaded_device_t* device, uint32_t thread) {
   const irp_hal_dispatch_t* dispatch = device->dispatch;
   const uint32_t* count = dispatch->state.workgroup_count;
   uint64_t plane = (uint64_t)count[0] * count[1];
+  irp_hal_thread_span_t* span = thread < dispatch->thread_span_count ? &dispatch->thread_spans[thread] : NULL;
   for (;;) {
     uint64_t index = atomic_fetch_add_explicit(&device->next, 1, memory_order_relaxed);
     if (index >= device->total || index > atomic_load_explicit(&device->failed_at, memory_order_relaxed)) return;
     irp_workgroup_state_t workgroup = {{(uint32_t)(index % count[0]), (uint32_t)(index % plane / count[0]),
                                         (uint32_t)(index / plane)}, 0};
+    if (span != NULL && span->workgroups == 0) span->start_ns = irp_clock_ns();
     int32_t result = irp_cpu_executable_issue(dispatch->executable, dispatch->entry_point, &dispatch->state, &workgroup);
+    if (span != NULL) {
+      span->workgroups += 1;
+      span->end_ns = irp_clock_ns();
+    }
     if (result != IRP_KERNEL_STATUS_OK) {
       pthread_mutex_lock(&device->mutex);
       if (index < atomic_load(&device->failed_at)) {
@@ -81,7 +94,8 @@ static bool irp_spin_until_changed(atomic_ulong* word, unsigned long seen) {
 }
 
 static void* irp_worker_main(void* arg) {
-  irp_threaded_device_t* device = arg;
+  irp_threaded_device_t* device = ((irp_worker_t*)arg)->device;
+  uint32_t thread = ((irp_worker_t*)arg)->thread;
   unsigned long seen = 0;
   for (;;) {
     if (!irp_spin_until_changed(&device->generation, seen)) {
@@ -93,7 +107,7 @@ static void* irp_worker_main(void* arg) {
     }
     if (atomic_load(&device->stopping)) return NULL;
     seen = atomic_load_explicit(&device->generation, memory_order_acquire);
-    irp_run_workgroups(device);
+    irp_run_workgroups(device, thread);
     if (atomic_fetch_sub_explicit(&device->busy, 1, memory_order_acq_rel) == 1) {
       pthread_mutex_lock(&device->mutex);
       pthread_cond_signal(&device->done);
@@ -119,10 +133,16 @@ static irp_status_t irp_dispatch_inline(const irp_hal_dispatch_t* dispatch, uint
                                         irp_hal_kernel_failure_t* out_failure) {
   const uint32_t* count = dispatch->state.workgroup_count;
   uint64_t plane = (uint64_t)count[0] * count[1];
+  irp_hal_thread_span_t* span = dispatch->thread_span_count > 0 ? dispatch->thread_spans : NULL;
+  if (span != NULL) span->start_ns = irp_clock_ns();
   for (uint64_t index = 0; index < total; ++index) {
     irp_workgroup_state_t workgroup = {{(uint32_t)(index % count[0]), (uint32_t)(index % plane / count[0]),
                                         (uint32_t)(index / plane)}, 0};
     int32_t result = irp_cpu_executable_issue(dispatch->executable, dispatch->entry_point, &dispatch->state, &workgroup);
+    if (span != NULL) {
+      span->workgroups += 1;
+      span->end_ns = irp_clock_ns();
+    }
     if (result != IRP_KERNEL_STATUS_OK) {
       out_failure->status = result;
       memcpy(out_failure->workgroup_id, workgroup.workgroup_id, sizeof(workgroup.workgroup_id));
@@ -151,7 +171,7 @@ static irp_status_t irp_threaded_dispatch(irp_hal_device_t* base, const irp_hal_
   pthread_cond_broadcast(&device->wake);  /* no system call when no worker sleeps */
   pthread_mutex_unlock(&device->mutex);
 
-  irp_run_workgroups(device);
+  irp_run_workgroups(device, 0);
 
   uint64_t start = irp_clock_ns();
   for (uint32_t i = 0; atomic_load_explicit(&device->busy, memory_order_acquire) != 0; ++i) {
@@ -200,9 +220,11 @@ irp_status_t irp_hal_threaded_device_create(const irp_allocator_t* allocator, ui
   pthread_once(&irp_fork_handler_once, irp_install_fork_handler);
   irp_threaded_device_t* device = allocator->alloc(allocator->ctx, sizeof(*device), 64);
   pthread_t* workers = allocator->alloc(allocator->ctx, (thread_count - 1) * sizeof(pthread_t), 16);
-  if (device == NULL || workers == NULL) {
+  irp_worker_t* worker_args = allocator->alloc(allocator->ctx, (thread_count - 1) * sizeof(irp_worker_t), 16);
+  if (device == NULL || workers == NULL || worker_args == NULL) {
     if (device != NULL) allocator->free(allocator->ctx, device);
     if (workers != NULL) allocator->free(allocator->ctx, workers);
+    if (worker_args != NULL) allocator->free(allocator->ctx, worker_args);
     return IRP_FAIL(diag, IRP_OUT_OF_MEMORY, "out of memory for a device of %" PRIu32 " threads", thread_count);
   }
   memset(device, 0, sizeof(*device));
@@ -210,12 +232,15 @@ irp_status_t irp_hal_threaded_device_create(const irp_allocator_t* allocator, ui
   device->allocator = *allocator;
   device->worker_count = thread_count - 1;
   device->workers = workers;
+  device->worker_args = worker_args;
   device->fork_epoch = atomic_load(&irp_fork_epoch);
   pthread_mutex_init(&device->mutex, NULL);
   pthread_cond_init(&device->wake, NULL);
   pthread_cond_init(&device->done, NULL);
   for (uint32_t i = 0; i < device->worker_count; ++i) {
-    int error = pthread_create(&workers[i], NULL, irp_worker_main, device);
+    worker_args[i].device = device;
+    worker_args[i].thread = i + 1;
+    int error = pthread_create(&workers[i], NULL, irp_worker_main, &worker_args[i]);
     if (error != 0) {
       irp_hal_threaded_device_release(&device->base);
       return IRP_FAIL(diag, IRP_UNSUPPORTED, "could not start worker thread %" PRIu32 " of %" PRIu32 " (%s)", i + 1,
@@ -238,6 +263,7 @@ void irp_hal_threaded_device_release(irp_hal_device_t* base) {
   }  /* else a child after fork(): no workers, and the mutex may have been held when it forked */
   irp_allocator_t allocator = device->allocator;
   allocator.free(allocator.ctx, device->workers);
+  allocator.free(allocator.ctx, device->worker_args);
   allocator.free(allocator.ctx, device);
 }
 

@@ -506,7 +506,7 @@ static void test_sync_device(void) {
   void* bindings[] = {runs};
   size_t binding_lengths[] = {sizeof(runs)};
   uint32_t push_constants[] = {0};
-  irp_hal_dispatch_t dispatch = {&executable, 0, {{4, 3, 2}, 1, push_constants, bindings, binding_lengths, 1, 0}};
+  irp_hal_dispatch_t dispatch = {&executable, 0, {{4, 3, 2}, 1, push_constants, bindings, binding_lengths, 1, 0}, NULL, 0};
   irp_hal_kernel_failure_t failure = {IRP_KERNEL_STATUS_OK, {0, 0, 0}};
   CHECK(irp_hal_device_dispatch(&device, &dispatch, &failure, NULL) == IRP_OK, "a grid without failures");
   CHECK(failure.status == IRP_KERNEL_STATUS_OK, "no failure reported: %d", (int)failure.status);
@@ -546,9 +546,13 @@ static void test_threaded_device(void) {
     void* bindings[] = {runs};
     size_t binding_lengths[] = {sizeof(runs)};
     uint32_t push_constants[] = {0};
-    irp_hal_dispatch_t dispatch = {&executable, 0, {{4, 3, 2}, 1, push_constants, bindings, binding_lengths, 1, 0}};
+    irp_hal_dispatch_t dispatch = {&executable, 0, {{4, 3, 2}, 1, push_constants, bindings, binding_lengths, 1, 0}, NULL, 0};
+    irp_hal_thread_span_t spans[8];
     for (int round = 0; round < 200; ++round) {
       memset(runs, 0, sizeof(runs));
+      memset(spans, 0, sizeof(spans));
+      dispatch.thread_spans = round % 4 == 0 ? spans : NULL; /* traced (the threads' spans) now and then */
+      dispatch.thread_span_count = round % 4 == 0 ? thread_counts[t] : 0;
       push_constants[0] = (uint32_t)(round & 1);
       irp_hal_kernel_failure_t failure = {IRP_KERNEL_STATUS_OK, {0, 0, 0}};
       irp_status_t status = irp_hal_device_dispatch(device, &dispatch, &failure, NULL);
@@ -560,6 +564,13 @@ static void test_threaded_device(void) {
               (int)failure.status, failure.workgroup_id[0], failure.workgroup_id[1], failure.workgroup_id[2]);
       } else {
         CHECK(status == IRP_OK && failure.status == IRP_KERNEL_STATUS_OK, "%u threads: no failure", thread_counts[t]);
+        uint32_t traced = 0;
+        for (uint32_t k = 0; k < dispatch.thread_span_count; ++k) {
+          traced += spans[k].workgroups;
+          CHECK(spans[k].workgroups == 0 || spans[k].end_ns >= spans[k].start_ns, "span %u runs forward", k);
+        }
+        CHECK(dispatch.thread_spans == NULL || traced == 24, "%u threads: spans hold %u of 24 workgroups",
+              thread_counts[t], traced);
       }
       for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); ++i) {
         bool must_run = !(round & 1) || i <= failed;
@@ -571,7 +582,7 @@ static void test_threaded_device(void) {
     void* single_bindings[] = {single};
     size_t single_lengths[] = {sizeof(single)};
     push_constants[0] = 0;
-    irp_hal_dispatch_t one = {&executable, 0, {{1, 1, 1}, 1, push_constants, single_bindings, single_lengths, 1, 0}};
+    irp_hal_dispatch_t one = {&executable, 0, {{1, 1, 1}, 1, push_constants, single_bindings, single_lengths, 1, 0}, NULL, 0};
     irp_hal_kernel_failure_t failure = {IRP_KERNEL_STATUS_OK, {0, 0, 0}};
     CHECK(irp_hal_device_dispatch(device, &one, &failure, NULL) == IRP_OK && single[0] == 1, "one workgroup, inline");
     irp_hal_threaded_device_release(device);

@@ -101,7 +101,14 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
       },
   };
   irp_hal_kernel_failure_t failure = {IRP_KERNEL_STATUS_OK, {0, 0, 0}};
-  uint64_t started = state->profile != NULL ? irp_clock_ns() : 0;
+  irp_vm_trace_t* trace = state->trace;
+  bool traced = trace != NULL && trace->event_count < trace->event_capacity;
+  if (traced) {
+    dispatch.thread_spans = &trace->spans[trace->span_count];
+    dispatch.thread_span_count = trace->thread_count;
+    memset(dispatch.thread_spans, 0, trace->thread_count * sizeof(irp_hal_thread_span_t));
+  }
+  uint64_t started = state->profile != NULL || traced ? irp_clock_ns() : 0;
   /* An empty grid runs no workgroup: a driver need not check (x = 0 would otherwise spin through
    * y x z empty rows). */
   bool empty = counts[0] == 0 || counts[1] == 0 || counts[2] == 0;
@@ -114,10 +121,23 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
                     failure.workgroup_id[0], failure.workgroup_id[1], failure.workgroup_id[2]);
   }
   IRP_RETURN_IF_ERROR(status);
+  uint64_t ended = state->profile != NULL || traced ? irp_clock_ns() : 0;
   if (state->profile != NULL) {
     irp_vm_entry_profile_t* slot = &state->profile[executable->first_entry_index + entry_index];
     slot->dispatches += 1;
-    slot->nanoseconds += irp_clock_ns() - started;
+    slot->nanoseconds += ended - started;
+  }
+  if (traced) {
+    uint64_t bytes = 0;
+    for (uint8_t i = 0; i < binding_count; ++i) bytes += binding_lengths[i];
+    irp_vm_trace_event_t* event = &trace->events[trace->event_count++];
+    *event = (irp_vm_trace_event_t){started, ended, executable->first_entry_index + entry_index,
+                                    {(uint32_t)counts[0], (uint32_t)counts[1], (uint32_t)counts[2]}, bytes,
+                                    state->pool != NULL ? state->pool->used_bytes : 0, trace->span_count,
+                                    trace->thread_count};
+    trace->span_count += trace->thread_count;
+  } else if (trace != NULL) {
+    trace->dropped += 1;
   }
   return IRP_OK;
 }

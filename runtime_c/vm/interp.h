@@ -30,6 +30,32 @@ typedef struct irp_vm_entry_profile_t {
   uint64_t nanoseconds;
 } irp_vm_entry_profile_t;
 
+/* One dispatch of a traced call: when it ran, what, how big, and its threads' spans
+ * (irp_vm_trace_t.spans[first_span .. first_span + span_count)). */
+typedef struct irp_vm_trace_event_t {
+  uint64_t start_ns;
+  uint64_t end_ns;
+  uint32_t entry_index;       /* executable->first_entry_index + entry point */
+  uint32_t workgroup_count[3];
+  uint64_t binding_bytes;     /* the bytes of its bindings, read or written */
+  uint64_t pool_bytes;        /* the pool's bytes in use when it ran */
+  uint32_t first_span;
+  uint32_t span_count;
+} irp_vm_trace_event_t;
+
+/* Storage for the trace of one call, allocated when tracing is turned on: the interpreter appends
+ * an event per dispatch (and thread_count spans) while there is room, and counts the rest in
+ * `dropped`. */
+typedef struct irp_vm_trace_t {
+  irp_vm_trace_event_t* events;
+  uint32_t event_capacity;
+  uint32_t event_count;
+  irp_hal_thread_span_t* spans;  /* event_capacity x thread_count */
+  uint32_t thread_count;
+  uint32_t span_count;
+  uint64_t dropped;
+} irp_vm_trace_t;
+
 /* Where a `call` returns to: the caller, its register windows, and the call instruction (which
  * names the registers that receive the results). */
 typedef struct irp_vm_frame_t {
@@ -51,6 +77,7 @@ typedef struct irp_vm_state_t {
   uint8_t* arena;
   irp_vm_pool_t* pool; /* buffer_alloc / buffer_free; the caller resets it before each invoke */
   irp_vm_entry_profile_t* profile;
+  irp_vm_trace_t* trace; /* NULL: not tracing */
   irp_hal_device_t* device;
 } irp_vm_state_t;
 

@@ -159,7 +159,7 @@ def _pool_reference(spec: KernelSpec, arrays: list[np.ndarray]) -> np.ndarray:
 
 
 POOL_SIZES = [{"n": 1, "h": 7, "w": 9}, {"n": 2, "h": 4, "w": 5}, {"n": 0, "h": 6, "w": 6},
-              {"n": 1, "h": 12, "w": 3}]
+              {"n": 1, "h": 12, "w": 3}, {"n": 1, "h": 5, "w": 33}]
 
 
 def test_pools_dynamic_against_numpy() -> None:

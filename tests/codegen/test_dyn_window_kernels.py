@@ -1,7 +1,7 @@
-"""Dynamic-dim conv2d, pooling and recurrent kernels (iree_py/codegen/llvm/dynamic/) against the
-numpy references of the IR ops (iree_py/ir/ops/: conv.py, pool.py, recurrent.py), each kernel built
-once and run at several symbol values (batch 0 included), within 1e-4 of the largest expected
-magnitude."""
+"""Dynamic-dim conv2d, pooling and recurrent kernels (iree_py/codegen/llvm/: conv.py, pool.py,
+recurrent.py) against the numpy references of the IR ops (iree_py/ir/ops/: conv.py, pool.py,
+recurrent.py), each kernel built once and run at several symbol values (batch 0 included), within
+1e-4 of the largest expected magnitude."""
 from __future__ import annotations
 
 import numpy as np
@@ -114,6 +114,24 @@ def test_conv2d_dynamic_against_numpy() -> None:
     _run_at_sizes(specs, _conv_inputs, _conv_reference, CONV_SIZES)
 
 
+# Rows from one column to several whole register tiles (AVX-512: 48 or 64 columns) and a remainder:
+# the interior tiles, the masked edge tiles at both ends and a pad wider than a tile.
+WIDE_CONV_SIZES = [{"n": 1, "h": 3, "w": w} for w in (1, 16, 17, 49, 64, 97, 130)]
+
+
+def test_conv2d_dynamic_wide_rows_against_numpy() -> None:
+    specs = [
+        _conv_spec("wconv_pad1_relu", 8, 16, (3, 3), pads=(1, 1, 1, 1), epilogue=(EpilogueOp("Relu"),)),
+        _conv_spec("wconv_s2", 3, 8, (3, 3), strides=(2, 2), pads=(1, 1, 1, 1)),
+        _conv_spec("wconv_wide_pads", 2, 5, (3, 3), pads=(2, 70, 1, 69), bias=False),
+        _conv_spec("wconv_dilated_s3", 3, 6, (3, 3), strides=(1, 3), pads=(2, 3, 2, 1), dilations=(2, 2)),
+        _conv_spec("wconv_depthwise", 16, 16, (3, 3), pads=(1, 1, 1, 1), group=16),
+        _conv_spec("wconv_full_operand", 4, 6, (3, 3), pads=(1, 1, 1, 1),
+                   epilogue=(EpilogueOp("Add", operand=3, operand_kind="full"),), operands=("full",)),
+    ]
+    _run_at_sizes(specs, _conv_inputs, _conv_reference, WIDE_CONV_SIZES)
+
+
 # --- pooling ------------------------------------------------------------------------------------
 
 
@@ -141,7 +159,7 @@ def _pool_reference(spec: KernelSpec, arrays: list[np.ndarray]) -> np.ndarray:
 
 
 POOL_SIZES = [{"n": 1, "h": 7, "w": 9}, {"n": 2, "h": 4, "w": 5}, {"n": 0, "h": 6, "w": 6},
-              {"n": 1, "h": 12, "w": 3}]
+              {"n": 1, "h": 12, "w": 3}, {"n": 1, "h": 5, "w": 33}]
 
 
 def test_pools_dynamic_against_numpy() -> None:

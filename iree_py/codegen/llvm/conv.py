@@ -1,9 +1,12 @@
 """The "conv2d" kernel: Y[N,M,OH,OW] = X[N,C,H,W] * W[M,C/group,KH,KW] (+ B[M]), NCHW, register-blocked.
+N, H and W (so OH and OW) are ints or Exprs (docs/dynamic_shapes.md §3): an int folds to a
+constant, an Expr is computed from the push constants; the channels, the kernel, strides, pads,
+dilations and group are static ints.
 
-Structure (all sizes static):
+Structure:
   grid      x = blocks of output rows, y = runs of consecutive (group, block of output channels),
-            z = batch image; blocks are sized to about WORK_PER_WORKGROUP FMAs, so small convs
-            (depthwise) get few, larger workgroups.
+            z = batch image; blocks are sized to about WORK_PER_WORKGROUP FMAs (with a symbolic
+            OW, from its run-time value), so small convs (depthwise) get few, larger workgroups.
   1×1       a stride-1 unpadded 1×1 conv sees each image as one row of H·W pixels (it is a matmul
             over pixels), so tiles never stop at row ends and there are no border columns.
   tile      up to conv_tiling().channels output channels (from the target's vector registers:
@@ -12,21 +15,27 @@ Structure (all sizes static):
             each kernel column kx (unrolled), load the input vectors once (stride > 1: one load of
             the exact span, then a shuffle), broadcast each channel's weight and FMA.
   padding   rows: the valid kernel-row range [ky_lo, ky_hi) is computed once per output row, so
-            the hot loop has no bounds checks. Columns: output columns whose whole receptive field
-            lies inside the image ("interior", known at build time) use vector tiles; the few border
-            columns use a scalar path whose valid kx range is computed per column.
-  tails     interior widths that are not a multiple of the tile use narrower vectors down to the
-            exact remainder; the last channel tile of a group may have fewer channels.
+            the hot loop has no bounds checks. Columns, a static W: output columns whose whole
+            receptive field lies inside the image ("interior", known at build time) use vector
+            tiles; the few border columns use a scalar path whose valid kx range is computed per
+            column. A symbolic W: whole tiles cover the interior from its start rounded up to a
+            tile; the columns before and after are "edge" tiles of as many vectors as they need,
+            whose input loads are masked to the columns inside the image (epilogue.py,
+            position_mask) and whose last vector's stores to the columns left (_Columns).
+  tails     a static W: interior widths that are not a multiple of the tile use narrower vectors
+            down to the exact remainder. The last channel tile of a group may have fewer channels.
   bias      input 2, when present and not an epilogue operand, initializes the accumulators.
   epilogue  applied to each accumulator before its store (epilogue.py); "channel" operands are
             indexed by the output channel.
 Depthwise convs (C/group == 1, M/group == 1) fall out of the same code with one channel per tile
-and wider column tiles.
+and wider column tiles. A dim that is 0 at run time empties the grid or every loop: nothing is
+read or written.
 
 Short output rows (late layers: 14×14, 7×7) rarely fill a column vector, so choose_conv_strategy
 sends those convs to conv_channels.py instead, which vectorizes over output channels and needs the
 weight packed (weight_packing.py); the compiler packs it when that path is chosen and the spec then
-says attrs["weight_layout"] == "m_blocked". build() hands such specs over.
+says attrs["weight_layout"] == "m_blocked". build() hands such specs over. That choice is made for
+static shapes only: with a symbolic OW the row length is unknown, and the columns path serves.
 """
 from __future__ import annotations
 
@@ -35,14 +44,16 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import begin_kernel, lanes_f32
+from iree_py.codegen.llvm.common import as_index, lanes_f32
 from iree_py.codegen.llvm.conv_channels import build_channel_vectors
 from iree_py.codegen.llvm.conv_shape import ConvShape, conv_shape, pointwise_as_one_row, valid_range
+from iree_py.codegen.llvm.dims import Agreements, DynamicKernel, begin_dynamic_kernel, product
 from iree_py.codegen.llvm.epilogue import (TilePosition, apply_epilogue, carried_loop,
                                            check_epilogue, fma, i64, if_then, imin,
-                                           load_strided_tile, load_tile, simple_loop, splat,
+                                           load_strided_tile, load_tile, position_mask, simple_loop, splat,
                                            store_tile, zero)
 from iree_py.codegen.llvm.matmul import vector_widths
+from iree_py.ir.symbols import Expr, call, dim
 from iree_py.targets import Target
 
 MAX_VECTORS_PER_TILE = 4
@@ -66,10 +77,61 @@ def conv_tiling(target: Target) -> ConvTiling:
     return ConvTiling(max(1, accumulators // 3), accumulators, lanes_f32(target))
 
 
+def _tile_vectors(tiling: ConvTiling, channels: int) -> int:
+    """Column vectors per tile of `channels` output channels."""
+    return max(1, min(MAX_VECTORS_PER_TILE, tiling.accumulators // channels))
+
+
+@dataclass(frozen=True)
+class _Plane:
+    """H, W, OH, OW as the loops see them (a pointwise conv: one row of H·W pixels): ints when
+    known, else i64 values computed at the kernel's entry."""
+
+    h: int | ir.Value
+    w: int | ir.Value
+    oh: int | ir.Value
+    ow: int | ir.Value
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """How a row's output columns are covered, for tiles of `tile_cols` columns.
+
+    A known W (ints): the interior [lo, hi) by whole tiles up to full_end, then one tile of the
+    exact remainder; the border columns [0, lo) and [hi, OW) one by one (scalar).
+    A run-time W (i64 values computed at the kernel's entry), `edges`: [lo, full_end) by whole
+    interior tiles, where lo is the interior's start rounded up to whole tiles (0 without left
+    padding); [0, lo) and [full_end, hi = OW) by edge tiles, whose input loads are masked to the
+    image and whose last vector is masked to the columns left. Without vectors (lanes 1), `edges`
+    is False: the interior [lo, hi) by whole tiles, then `tail` = hi - full_end columns in one
+    tile, and the border columns one by one."""
+
+    lo: int | ir.Value
+    hi: int | ir.Value
+    full_end: int | ir.Value
+    tail: ir.Value | None
+    edges: bool
+
+
+def _columns(dk: DynamicKernel, s: ConvShape, tile_cols: int, lanes: int) -> _Columns:
+    lo, hi = s.interior_columns()
+    if isinstance(hi, int):
+        full_end = lo + (hi - lo) // tile_cols * tile_cols
+        return _Columns(lo, hi, full_end, None, False)
+    if lanes > 1:
+        left = -(-s.pl // s.sw)  # the most left border columns there can be
+        lo = dim(call("min", s.ow, -(-left // tile_cols) * tile_cols))
+        full_end = dim(lo + call("floordiv", call("max", 0, Expr.of(hi) - lo), tile_cols) * tile_cols)
+        return _Columns(dk.dim(lo), dk.dim(s.ow), dk.dim(full_end), None, True)
+    full_end = dim(lo + call("floordiv", Expr.of(hi) - lo, tile_cols) * tile_cols)
+    return _Columns(dk.dim(lo), dk.dim(hi), dk.dim(full_end), dk.dim(dim(Expr.of(hi) - full_end)), False)
+
+
 @dataclass
 class _Row:
     """Everything fixed while one output row of one channel range is computed."""
 
+    plane: _Plane
     x: ir.Value
     wt: ir.Value
     out: ir.Value
@@ -88,33 +150,61 @@ def _initial(b: ir.IRBuilder, s: ConvShape, row: _Row, channel: ir.Value, width:
     return splat(b, load_tile(b, row.inputs[2], channel, 1), width)
 
 
-def _store(b: ir.IRBuilder, spec: KernelSpec, s: ConvShape, row: _Row, channel: ir.Value,
-           ox: ir.Value, value: ir.Value) -> None:
-    flat = b.add(b.add(row.out_image, b.mul(b.add(b.mul(channel, i64(s.oh)), row.oy), i64(s.ow))), ox)
+def _store(b: ir.IRBuilder, spec: KernelSpec, row: _Row, channel: ir.Value, ox: ir.Value, value: ir.Value,
+           valid: ir.Value | None = None) -> None:
+    p = row.plane
+    flat = b.add(b.add(row.out_image, b.mul(b.add(b.mul(channel, as_index(p.oh)), row.oy), as_index(p.ow))), ox)
     value = apply_epilogue(b, spec.epilogue, value, row.inputs,
-                           TilePosition(flat, channel, channel_along_lanes=False))
-    store_tile(b, value, row.out, flat)
+                           TilePosition(flat, channel, channel_along_lanes=False, valid=valid))
+    store_tile(b, value, row.out, flat, valid)
+
+
+def _x_row(b: ir.IRBuilder, s: ConvShape, row: _Row, c: ir.Value, ky: ir.Value, ix0: ir.Value) -> ir.Value:
+    """Element offset of input channel c, row iy0 + ky * dh, column ix0."""
+    iy = b.add(row.iy0, b.mul(ky, i64(s.dh)))
+    return b.add(b.add(row.x_image, b.mul(b.add(b.mul(c, as_index(row.plane.h)), iy), as_index(row.plane.w))), ix0)
+
+
+def _weight_starts(b: ir.IRBuilder, s: ConvShape, row: _Row, m: ir.Value, channels: int
+                   ) -> list[tuple[ir.Value, int]]:
+    """Where the weights of output channels m + r start, as (base, constant offset). A known W
+    keeps a base per channel, as the kernel always had; with a run-time W, LLVM keeps that many
+    channel pointers live and the loops spill their accumulators, so one base and offsets."""
+    size = s.cg * s.kh * s.kw
+    if isinstance(row.plane.w, int):
+        return [(b.mul(b.add(m, i64(r)), i64(size)), 0) for r in range(channels)]
+    first = b.mul(m, i64(size))
+    return [(first, r * size) for r in range(channels)]
 
 
 def _emit_tile(b: ir.IRBuilder, spec: KernelSpec, s: ConvShape, row: _Row, m: ir.Value,
-               channels: int, ox: ir.Value, widths: tuple[int, ...]) -> None:
-    """Interior tile: output channels [m, m + channels) × columns [ox, ox + sum(widths))."""
+               channels: int, ox: ir.Value, widths: tuple[int, ...], last_valid: ir.Value | None = None,
+               edge: bool = False) -> None:
+    """Tile: output channels [m, m + channels) × columns [ox, ox + sum(widths)), interior unless
+    `edge`. With `last_valid`, the last vector covers only its first `last_valid` columns
+    (masked). An edge tile reads, for each vector and kernel column, only the input columns
+    inside the image (masked loads; the others count as the zero padding they stand for)."""
     offsets = [sum(widths[:j]) for j in range(len(widths))]
+    valid = [None] * (len(widths) - 1) + [last_valid]
     taps = s.kh * s.kw
-    w_channel = [b.mul(b.add(m, i64(r)), i64(s.cg * taps)) for r in range(channels)]
+    w_channel = _weight_starts(b, s, row, m, channels)
     x_col = b.sub(b.mul(ox, i64(s.sw)), i64(s.pl))
+    read = [valid] * s.kw  # per kernel column: what each vector's input load reads
+    if edge:
+        read = [[position_mask(b, b.add(x_col, i64(off * s.sw + kx * s.dw)), as_index(row.plane.w), (w - 1) * s.sw + 1)
+                 for off, w in zip(offsets, widths)] for kx in range(s.kw)]
 
     def ky_step(c: ir.Value, ky: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
-        iy = b.add(row.iy0, b.mul(ky, i64(s.dh)))
-        x_row = b.add(b.add(row.x_image, b.mul(b.add(b.mul(c, i64(s.h)), iy), i64(s.w))), x_col)
+        x_row = _x_row(b, s, row, c, ky, x_col)
         w_tap = b.add(b.mul(c, i64(taps)), b.mul(ky, i64(s.kw)))
         accs = list(accs)
         for kx in range(s.kw):
             x_tap = b.add(x_row, i64(kx * s.dw))
-            ins = [load_strided_tile(b, row.x, b.add(x_tap, i64(off * s.sw)), w, s.sw)
-                   for off, w in zip(offsets, widths)]
+            ins = [load_strided_tile(b, row.x, b.add(x_tap, i64(off * s.sw)), w, s.sw, v)
+                   for off, w, v in zip(offsets, widths, read[kx])]
             for r in range(channels):
-                weight = load_tile(b, row.wt, b.add(b.add(w_channel[r], w_tap), i64(kx)), 1)
+                base, offset = w_channel[r]
+                weight = load_tile(b, row.wt, b.add(b.add(base, w_tap), i64(offset + kx)), 1)
                 splats = {w: splat(b, weight, w) for w in set(widths)}
                 for j, w in enumerate(widths):
                     k = r * len(widths) + j
@@ -129,25 +219,28 @@ def _emit_tile(b: ir.IRBuilder, spec: KernelSpec, s: ConvShape, row: _Row, m: ir
     accs = carried_loop(b, i64(0), i64(s.cg), 1, initial, c_step, "c")
     for r in range(channels):
         for j, off in enumerate(offsets):
-            _store(b, spec, s, row, b.add(m, i64(r)), b.add(ox, i64(off)), accs[r * len(widths) + j])
+            _store(b, spec, row, b.add(m, i64(r)), b.add(ox, i64(off)), accs[r * len(widths) + j], valid[j])
 
 
 def _emit_border_column(b: ir.IRBuilder, spec: KernelSpec, s: ConvShape, row: _Row, m: ir.Value,
                         channels: int, ox: ir.Value) -> None:
     """One output column whose receptive field leaves the image: scalar, kx range per column."""
     ix0 = b.sub(b.mul(ox, i64(s.sw)), i64(s.pl))
-    kx_lo, kx_hi = valid_range(b, ix0, s.kw, s.w, s.dw)
+    kx_lo, kx_hi = valid_range(b, ix0, s.kw, row.plane.w, s.dw)
     taps = s.kh * s.kw
-    w_channel = [b.mul(b.add(m, i64(r)), i64(s.cg * taps)) for r in range(channels)]
+    w_channel = _weight_starts(b, s, row, m, channels)
+
+    def weight(r: int, w_tap: ir.Value, kx: ir.Value) -> ir.Value:
+        base, offset = w_channel[r]
+        index = b.add(b.add(base, w_tap), kx)
+        return load_tile(b, row.wt, index if not offset else b.add(index, i64(offset)), 1)
 
     def kx_step(x_row: ir.Value, w_tap: ir.Value, kx: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
         value = load_tile(b, row.x, b.add(x_row, b.mul(kx, i64(s.dw))), 1)
-        return [fma(b, load_tile(b, row.wt, b.add(b.add(w_channel[r], w_tap), kx), 1), value, accs[r])
-                for r in range(channels)]
+        return [fma(b, weight(r, w_tap, kx), value, accs[r]) for r in range(channels)]
 
     def ky_step(c: ir.Value, ky: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
-        iy = b.add(row.iy0, b.mul(ky, i64(s.dh)))
-        x_row = b.add(b.add(row.x_image, b.mul(b.add(b.mul(c, i64(s.h)), iy), i64(s.w))), ix0)
+        x_row = _x_row(b, s, row, c, ky, ix0)
         w_tap = b.add(b.mul(c, i64(taps)), b.mul(ky, i64(s.kw)))
         return carried_loop(b, kx_lo, kx_hi, 1, accs, lambda kx, a: kx_step(x_row, w_tap, kx, a), "kx")
 
@@ -157,27 +250,50 @@ def _emit_border_column(b: ir.IRBuilder, spec: KernelSpec, s: ConvShape, row: _R
     initial = [_initial(b, s, row, b.add(m, i64(r)), 1) for r in range(channels)]
     accs = carried_loop(b, i64(0), i64(s.cg), 1, initial, c_step, "c")
     for r in range(channels):
-        _store(b, spec, s, row, b.add(m, i64(r)), ox, accs[r])
+        _store(b, spec, row, b.add(m, i64(r)), ox, accs[r])
 
 
 def _emit_channel_row(b: ir.IRBuilder, spec: KernelSpec, s: ConvShape, row: _Row, m: ir.Value,
-                      channels: int, tiling: ConvTiling) -> None:
+                      channels: int, tiling: ConvTiling, cols: _Columns) -> None:
     """Every output column of row `row.oy` for output channels [m, m + channels)."""
     lanes = tiling.lanes
-    vectors = max(1, min(MAX_VECTORS_PER_TILE, tiling.accumulators // channels))
+    vectors = _tile_vectors(tiling, channels)
     tile_cols = vectors * lanes
-    lo, hi = s.interior_columns()
-    full_end = lo + (hi - lo) // tile_cols * tile_cols
+
+    def tiles(ox: ir.Value) -> None:
+        _emit_tile(b, spec, s, row, m, channels, ox, (lanes,) * vectors)
+
+    def fewer_vectors(ox: ir.Value, columns: ir.Value, edge: bool) -> None:
+        """A tile of `columns` (< tile_cols) at ox, a run-time count: as many vectors as it
+        needs, the last masked to the columns left."""
+        needed = b.udiv(b.add(columns, i64(lanes - 1)), i64(lanes))
+        for k in range(1, vectors + 1):
+            last_valid = b.sub(columns, i64((k - 1) * lanes))
+            if_then(b, b.icmp_unsigned("==", needed, i64(k)),
+                    lambda k=k, last_valid=last_valid: _emit_tile(b, spec, s, row, m, channels, ox, (lanes,) * k,
+                                                                  last_valid, edge))
+
+    if cols.edges:
+        def edge_tiles(begin: ir.Value, end: ir.Value, name: str) -> None:
+            simple_loop(b, begin, end, tile_cols,
+                        lambda ox: fewer_vectors(ox, imin(b, b.sub(end, ox), i64(tile_cols)), True), name)
+        edge_tiles(i64(0), cols.lo, "left")
+        simple_loop(b, cols.lo, cols.full_end, tile_cols, tiles, "ox")
+        edge_tiles(cols.full_end, cols.hi, "right")
+        return
 
     def border(ox: ir.Value) -> None:
         _emit_border_column(b, spec, s, row, m, channels, ox)
 
-    simple_loop(b, i64(0), i64(lo), 1, border, "left")
-    simple_loop(b, i64(lo), i64(full_end), tile_cols,
-                lambda ox: _emit_tile(b, spec, s, row, m, channels, ox, (lanes,) * vectors), "ox")
-    if hi > full_end:
-        _emit_tile(b, spec, s, row, m, channels, i64(full_end), vector_widths(hi - full_end, lanes))
-    simple_loop(b, i64(hi), i64(s.ow), 1, border, "right")
+    simple_loop(b, i64(0), as_index(cols.lo), 1, border, "left")
+    simple_loop(b, as_index(cols.lo), as_index(cols.full_end), tile_cols, tiles, "ox")
+    if cols.tail is None:
+        if cols.hi > cols.full_end:
+            _emit_tile(b, spec, s, row, m, channels, i64(cols.full_end),
+                       vector_widths(cols.hi - cols.full_end, lanes))
+    else:
+        fewer_vectors(cols.full_end, cols.tail, False)
+    simple_loop(b, as_index(cols.hi), as_index(row.plane.ow), 1, border, "right")
 
 
 @dataclass(frozen=True)
@@ -201,6 +317,8 @@ def choose_conv_strategy(s: ConvShape, target: Target) -> ConvStrategy:
     per group and a few input channels per group to sum over."""
     lanes = lanes_f32(target)
     row = pointwise_as_one_row(s)
+    if not isinstance(row.ow, int):  # the channel path's tiles are chosen for the known row length
+        return ConvStrategy("columns", lanes)
     if row.ow < 2 * lanes and s.mg >= lanes and s.cg >= CHANNEL_PATH_MIN_INPUT_CHANNELS:
         return ConvStrategy("channels", lanes)
     return ConvStrategy("columns", lanes)
@@ -209,7 +327,8 @@ def choose_conv_strategy(s: ConvShape, target: Target) -> ConvStrategy:
 def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
     if spec.kind != "conv2d":
         raise ValueError(f"conv.build got kernel {spec.name} of kind {spec.kind!r}")
-    s = pointwise_as_one_row(conv_shape(spec))
+    agree = Agreements(f"conv2d kernel {spec.name}")
+    s = pointwise_as_one_row(conv_shape(spec, agree))
     if s.weight_lanes:
         return build_channel_vectors(spec, s, module, target)
     check_epilogue(spec.epilogue, len(spec.inputs), spec.name)
@@ -217,25 +336,34 @@ def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
     tile_channels = min(tiling.channels, s.mg)
     block_channels = tile_channels * CHANNEL_BLOCK_TILES
     blocks_per_group = -(-s.mg // block_channels)
-    row_work = s.ow * min(block_channels, s.mg) * s.cg * s.kh * s.kw
-    block_rows = max(1, min(s.oh, -(-WORK_PER_WORKGROUP // row_work)))
+    row_work = product((s.ow, min(block_channels, s.mg) * s.cg * s.kh * s.kw))
+    block_rows = dim(call("max", 1, call("min", s.oh, call("ceildiv", WORK_PER_WORKGROUP, call("max", 1, row_work)))))
     # Small convs (depthwise): one workgroup also takes several consecutive channel blocks.
     channel_blocks = s.group * blocks_per_group
-    blocks_per_workgroup = max(1, min(channel_blocks, WORK_PER_WORKGROUP // (row_work * block_rows)))
-    grid = (-(-s.oh // block_rows), -(-channel_blocks // blocks_per_workgroup), s.n)
-
-    kb = begin_kernel(module, spec.name, target)
-    b = kb.builder
-    inputs = [kb.binding(i) for i in range(len(spec.inputs))]
-    out = kb.binding(len(spec.inputs))
-    image = kb.workgroup_id_index(2)
-    first_block = b.mul(kb.workgroup_id_index(1), i64(blocks_per_workgroup))
-    end_block = imin(b, b.add(first_block, i64(blocks_per_workgroup)), i64(channel_blocks))
-    out_image = b.mul(image, i64(s.m * s.oh * s.ow))
-    oy_begin = b.mul(kb.workgroup_id_index(0), i64(block_rows))
-    oy_end = imin(b, b.add(oy_begin, i64(block_rows)), i64(s.oh))
+    block_work = call("max", 1, product((row_work, block_rows)))
+    blocks_per_workgroup = dim(call("max", 1, call("min", channel_blocks,
+                                                   call("floordiv", WORK_PER_WORKGROUP, block_work))))
+    grid = (dim(call("ceildiv", s.oh, block_rows)), dim(call("ceildiv", channel_blocks, blocks_per_workgroup)), s.n)
     mg_full = s.mg - s.mg % tile_channels
     m_tail = s.mg - mg_full
+
+    dk = begin_dynamic_kernel(module, spec, target)
+    b = dk.builder
+    agree.emit(dk)
+    # Every size the loops read, computed here (constants for int dims).
+    plane = _Plane(dk.index(s.h), dk.index(s.w), dk.index(s.oh), dk.index(s.ow))
+    columns = {ch: _columns(dk, s, _tile_vectors(tiling, ch) * tiling.lanes, tiling.lanes)
+               for ch in (tile_channels, m_tail) if ch}
+    rows_per_block, blocks_per_wg = dk.dim(block_rows), dk.dim(blocks_per_workgroup)
+    image_size, out_image_size = dk.dim(product((s.h, s.w))), dk.dim(product((s.m, s.oh, s.ow)))
+    inputs = [dk.binding(i) for i in range(len(spec.inputs))]
+    out = dk.binding(len(spec.inputs))
+    image = dk.workgroup_id_index(2)
+    first_block = b.mul(dk.workgroup_id_index(1), blocks_per_wg)
+    end_block = imin(b, b.add(first_block, blocks_per_wg), i64(channel_blocks))
+    out_image = b.mul(image, out_image_size)
+    oy_begin = b.mul(dk.workgroup_id_index(0), rows_per_block)
+    oy_end = imin(b, b.add(oy_begin, rows_per_block), as_index(plane.oh))
 
     def channel_block(block: ir.Value) -> None:
         group = b.udiv(block, i64(blocks_per_group))
@@ -244,23 +372,22 @@ def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
         m_block_end = b.add(m_begin, i64(block_channels))
         m_full_end = imin(b, m_block_end, b.add(group_first, i64(mg_full)))
         has_m_tail = b.icmp_signed(">", m_block_end, b.add(group_first, i64(mg_full)))
-        x_image = b.mul(b.add(b.mul(image, i64(s.c)), b.mul(group, i64(s.cg))), i64(s.h * s.w))
+        x_image = b.mul(b.add(b.mul(image, i64(s.c)), b.mul(group, i64(s.cg))), image_size)
 
         def output_row(oy: ir.Value) -> None:
             iy0 = b.sub(b.mul(oy, i64(s.sh)), i64(s.pt))
-            ky_lo, ky_hi = valid_range(b, iy0, s.kh, s.h, s.dh)
-            row = _Row(inputs[0], inputs[1], out, inputs, x_image, out_image, oy, iy0, ky_lo, ky_hi)
+            ky_lo, ky_hi = valid_range(b, iy0, s.kh, plane.h, s.dh)
+            row = _Row(plane, inputs[0], inputs[1], out, inputs, x_image, out_image, oy, iy0, ky_lo, ky_hi)
             simple_loop(b, m_begin, m_full_end, tile_channels,
-                        lambda m: _emit_channel_row(b, spec, s, row, m, tile_channels, tiling), "m")
+                        lambda m: _emit_channel_row(b, spec, s, row, m, tile_channels, tiling,
+                                                    columns[tile_channels]), "m")
             if m_tail:
                 if_then(b, has_m_tail,
                         lambda: _emit_channel_row(b, spec, s, row, b.add(group_first, i64(mg_full)),
-                                                  m_tail, tiling))
+                                                  m_tail, tiling, columns[m_tail]))
 
         simple_loop(b, oy_begin, oy_end, 1, output_row, "oy")
 
     simple_loop(b, first_block, end_block, 1, channel_block, "block")
-    kb.finish()
-
-    lengths = tuple(t.num_bytes for t in spec.inputs) + (spec.outputs[0].num_bytes,)
-    return KernelInfo(spec.name, grid, (), lengths)
+    dk.finish()
+    return dk.info(workgroup_count=grid)

@@ -2,8 +2,10 @@
 accumulators, and the fused epilogue applied to each result vector before it is stored.
 
 A "tile value" is either a float32 scalar (width 1) or an `<w x float>` vector (width w > 1):
-tails narrower than the target's vector use narrower vectors, so no lane ever touches memory
-outside the tensor. Buffers are only 4-byte aligned, so every load and store says `align 4`.
+tails narrower than the target's vector use narrower vectors, or, when the tail's width is known
+only at run time, a full vector whose loads and stores are masked to its `valid` first lanes
+(llvm.masked.load/store), so no lane ever touches memory outside the tensor. Buffers are only
+4-byte aligned, so every load and store says `align 4`.
 """
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import BINARY_OPS, UNARY_OPS, EpilogueOp
 from iree_py.codegen.llvm import math as llvm_math
-from iree_py.codegen.llvm.common import ALIGN, F32, I32, I64, const_i64 as i64, element_ptr
+from iree_py.codegen.llvm.common import ALIGN, F32, I1, I32, I64, PTR, const_i32, const_i64 as i64, element_ptr, \
+    splat_value
 
 
 def tile_type(width: int) -> ir.Type:
@@ -32,25 +35,78 @@ def zero(width: int) -> ir.Constant:
     return ir.Constant(tile_type(width), None)
 
 
-def load_tile(b: ir.IRBuilder, base: ir.Value, index: ir.Value, width: int) -> ir.Value:
-    """`width` consecutive floats starting at base[index]."""
-    return b.load(element_ptr(b, base, index), typ=tile_type(width), align=ALIGN)
+def lane_mask(b: ir.IRBuilder, valid: ir.Value, width: int) -> ir.Value:
+    """<width x i1>: lane i is set when i < valid (an i64)."""
+    lanes = ir.Constant(ir.VectorType(I64, width), list(range(width)))
+    return b.icmp_signed("<", lanes, splat_value(b, valid, ir.VectorType(I64, width)))
+
+
+def position_mask(b: ir.IRBuilder, start: ir.Value, extent: ir.Value, width: int) -> ir.Value:
+    """<width x i1>: lane i is set when 0 <= start + i < extent (i64 values that fit i32, as
+    tensor dims do; compared in i32 lanes, half the work of i64): the lanes of a load starting at
+    element `start` of a row of `extent` elements that lie inside it."""
+    ty = ir.VectorType(I32, width)
+    at = b.add(splat_value(b, b.trunc(start, I32), ty), ir.Constant(ty, list(range(width))))
+    return b.and_(b.icmp_signed(">=", at, ir.Constant(ty, [0] * width)),
+                  b.icmp_signed("<", at, splat_value(b, b.trunc(extent, I32), ty)))
+
+
+def _lanes(b: ir.IRBuilder, valid: ir.Value, width: int) -> ir.Value:
+    """`valid` as a <width x i1> mask: a mask as given, an i64 count as its leading lanes."""
+    if isinstance(valid.type, ir.VectorType):
+        if valid.type.count != width:
+            raise ValueError(f"a mask of {valid.type.count} lanes for a tile of {width}")
+        return valid
+    return lane_mask(b, valid, width)
+
+
+def _intrinsic(b: ir.IRBuilder, name: str, fn_type: ir.FunctionType) -> ir.Function:
+    module = b.module
+    fn = module.globals.get(name)
+    return fn if fn is not None else ir.Function(module, fn_type, name=name)
+
+
+def load_tile(b: ir.IRBuilder, base: ir.Value, index: ir.Value, width: int,
+              valid: ir.Value | None = None) -> ir.Value:
+    """`width` consecutive floats starting at base[index]. With `valid`, known only at run time
+    (an i64 count of leading lanes, or a <width x i1> mask), only those lanes are read and the
+    others are 0; a width-1 tile with a count (it is 1) is read as is."""
+    if valid is None or (width == 1 and not isinstance(valid.type, ir.VectorType)):
+        return b.load(element_ptr(b, base, index), typ=tile_type(width), align=ALIGN)
+    ty = ir.VectorType(F32, width)  # a one-lane mask loads <1 x float>
+    mask_ty = ir.VectorType(I1, width)
+    fn = _intrinsic(b, f"llvm.masked.load.v{width}f32.p0", ir.FunctionType(ty, [PTR, I32, mask_ty, ty]))
+    value = b.call(fn, [element_ptr(b, base, index), const_i32(ALIGN), _lanes(b, valid, width),
+                        ir.Constant(ty, None)])
+    return value if width > 1 else b.extract_element(value, const_i32(0))
 
 
 def load_strided_tile(b: ir.IRBuilder, base: ir.Value, index: ir.Value, width: int,
-                      stride: int) -> ir.Value:
+                      stride: int, valid: ir.Value | None = None) -> ir.Value:
     """base[index + i * stride] for i < width: one contiguous load of exactly the span that is
-    needed ((width - 1) * stride + 1 floats), then a shuffle that keeps every stride-th lane."""
+    needed ((width - 1) * stride + 1 floats), then a shuffle that keeps every stride-th lane.
+    `valid`: an i64 count of the leading lanes to read, or a mask over the span's lanes."""
     if stride == 1 or width == 1:
-        return load_tile(b, base, index, width)
+        return load_tile(b, base, index, width, valid)
     span = (width - 1) * stride + 1
-    wide = load_tile(b, base, index, span)
+    span_valid = valid
+    if valid is not None and not isinstance(valid.type, ir.VectorType):
+        span_valid = b.add(b.mul(b.sub(valid, i64(1)), i64(stride)), i64(1))
+    wide = load_tile(b, base, index, span, span_valid)
     mask = ir.Constant(ir.VectorType(I32, width), [ir.Constant(I32, i * stride) for i in range(width)])
     return b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined), mask)
 
 
-def store_tile(b: ir.IRBuilder, value: ir.Value, base: ir.Value, index: ir.Value) -> None:
-    b.store(value, element_ptr(b, base, index), align=ALIGN)
+def store_tile(b: ir.IRBuilder, value: ir.Value, base: ir.Value, index: ir.Value,
+               valid: ir.Value | None = None) -> None:
+    """Store `value` at base[index]; with `valid` (an i64 count of leading lanes), only those."""
+    width = width_of(value)
+    if valid is None or width == 1:
+        b.store(value, element_ptr(b, base, index), align=ALIGN)
+        return
+    fn = _intrinsic(b, f"llvm.masked.store.v{width}f32.p0",
+                    ir.FunctionType(ir.VoidType(), [value.type, PTR, I32, ir.VectorType(I1, width)]))
+    b.call(fn, [value, element_ptr(b, base, index), const_i32(ALIGN), lane_mask(b, valid, width)])
 
 
 def gather_tile(b: ir.IRBuilder, base: ir.Value, index: ir.Value, width: int, stride: int) -> ir.Value:
@@ -189,12 +245,15 @@ class TilePosition:
       channel-vector path (load a vector).
     lane_stride: how far apart in the output consecutive lanes lie (1: contiguous; the conv2d
       channel-vector path: OH*OW, one lane per output channel plane), for "full" operands.
+    valid: for a tile whose width is known only at run time, how many of its first lanes lie in
+      the output (an i64; "full" operands are read for those lanes only); None: every lane.
     """
 
     flat_index: ir.Value
     channel_index: ir.Value
     channel_along_lanes: bool
     lane_stride: int = 1
+    valid: ir.Value | None = None
 
 
 def check_epilogue(ops: Sequence[EpilogueOp], input_count: int, kernel: str) -> None:
@@ -219,8 +278,9 @@ def _operand_tile(b: ir.IRBuilder, op: EpilogueOp, inputs: Sequence[ir.Value], w
         return splat(b, b.load(base, typ=F32, align=ALIGN), width)
     if op.operand_kind == "full":
         if where.lane_stride != 1:
+            assert where.valid is None, "a masked tile's lanes are contiguous"
             return gather_tile(b, base, where.flat_index, width, where.lane_stride)
-        return load_tile(b, base, where.flat_index, width)
+        return load_tile(b, base, where.flat_index, width, where.valid)
     if where.channel_along_lanes:
         return load_tile(b, base, where.channel_index, width)
     return splat(b, b.load(element_ptr(b, base, where.channel_index), typ=F32, align=ALIGN), width)

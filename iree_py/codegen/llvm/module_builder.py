@@ -85,7 +85,7 @@ KERNEL_BUILDERS: dict[str, str] = {
 
 # Kinds whose one builder (above) takes dims that are ints or Exprs (docs/dynamic_shapes.md): a spec
 # with symbolic dims goes there too, not to the DYNAMIC_BUILDERS twins.
-INT_OR_EXPR_DIM_KINDS = frozenset({"argmax", "argmin", "avgpool", "bitcast", "concat", "conv_transpose", "cumprod",
+INT_OR_EXPR_DIM_KINDS = frozenset({"argmax", "argmin", "avgpool", "bitcast", "concat", "conv2d", "conv_transpose", "cumprod",
                                    "cumsum", "elementwise", "expand", "gather", "gather_elements", "globalavgpool",
                                    "gru", "hardmax", "logsoftmax", "lppool", "lrn", "lstm", "matmul", "maxpool",
                                    "maxpool_index", "pad", "qconv", "qconv_dot", "qlstm", "qmatmul", "reduce", "rnn",

@@ -97,17 +97,22 @@ class WindowAt:
 def for_each_window(b: ir.IRBuilder, plane: ir.Value, win: Window, start: ir.Value,
                     combine: Callable[[ir.Value, ir.Value], ir.Value],
                     finish: Callable[[ir.Value, WindowAt], None]) -> None:
-    """Emit the loops over output pixels and window taps of plane `plane` (an i64 index)."""
+    """Emit the loops over output pixels and window taps of plane `plane` (an i64 index).
+
+    Known H and W: every tap is checked (LLVM drops the checks it can decide). Run-time ones: in
+    the rows whose window lies inside the input, the interior columns (computed here) read their
+    taps unchecked, unrolled, so LLVM can vectorize along the row; the taps are visited in the
+    same order either way."""
     (kh, kw), (sh, sw), (dh, dw) = win.kernel, win.strides, win.dilations
     pt, pl = win.pads[0], win.pads[1]
     src_base = b.mul(plane, size_product(b, win.h, win.w))
     dst_base = b.mul(plane, size_product(b, win.oh, win.ow))
     acc = entry_alloca(b, start.type)
-    with for_range(b, 0, win.oh, name="oh") as y:
-        hs = b.sub(b.mul(y, const_i64(sh)), const_i64(pt))
-        with for_range(b, 0, win.ow, name="ow") as x:
-            ws = b.sub(b.mul(x, const_i64(sw)), const_i64(pl))
-            b.store(start, acc)
+
+    def pixel(y: ir.Value, hs: ir.Value, x: ir.Value, checked: bool) -> None:
+        ws = b.sub(b.mul(x, const_i64(sw)), const_i64(pl))
+        b.store(start, acc)
+        if checked:
             with for_range(b, 0, kh, name="kh") as i:
                 hh = b.add(hs, b.mul(i, const_i64(dh)))
                 with b.if_then(b.icmp_unsigned("<", hh, as_index(win.h))):  # unsigned: negative rows too
@@ -116,7 +121,45 @@ def for_each_window(b: ir.IRBuilder, plane: ir.Value, win: Window, start: ir.Val
                         with b.if_then(b.icmp_unsigned("<", ww, as_index(win.w))):
                             index = b.add(src_base, b.add(b.mul(hh, as_index(win.w)), ww))
                             b.store(combine(b.load(acc), index), acc)
-            finish(b.load(acc), WindowAt(b.add(dst_base, b.add(b.mul(y, as_index(win.ow)), x)), hs, ws))
+        else:
+            for i in range(kh):
+                row = b.add(src_base, b.mul(b.add(hs, const_i64(i * dh)), as_index(win.w)))
+                for j in range(kw):
+                    b.store(combine(b.load(acc), b.add(row, b.add(ws, const_i64(j * dw)))), acc)
+        finish(b.load(acc), WindowAt(b.add(dst_base, b.add(b.mul(y, as_index(win.ow)), x)), hs, ws))
+
+    if isinstance(win.h, int) and isinstance(win.w, int):
+        with for_range(b, 0, win.oh, name="oh") as y:
+            hs = b.sub(b.mul(y, const_i64(sh)), const_i64(pt))
+            with for_range(b, 0, win.ow, name="ow") as x:
+                pixel(y, hs, x, True)
+        return
+    lo, hi = _interior_columns(b, win)
+    with for_range(b, 0, win.oh, name="oh") as y:
+        hs = b.sub(b.mul(y, const_i64(sh)), const_i64(pt))
+        inside = b.and_(b.icmp_signed(">=", hs, const_i64(0)),
+                        b.icmp_signed("<", b.add(hs, const_i64((kh - 1) * dh)), as_index(win.h)))
+        with b.if_else(inside) as (then, otherwise):
+            with then:
+                for begin, end, checked, name in ((0, lo, True, "left"), (lo, hi, False, "ow"),
+                                                  (hi, win.ow, True, "right")):
+                    with for_range(b, begin, end, name=name) as x:
+                        pixel(y, hs, x, checked)
+            with otherwise:
+                with for_range(b, 0, win.ow, name="ow") as x:
+                    pixel(y, hs, x, True)
+
+
+def _interior_columns(b: ir.IRBuilder, win: Window) -> tuple[ir.Value, ir.Value]:
+    """[lo, hi): the output columns whose every tap lies inside the input (i64 values); empty
+    when none does."""
+    (_, kw), (_, sw), (_, dw), pl = win.kernel, win.strides, win.dilations, win.pads[1]
+    ow = as_index(win.ow)
+    lo = min_index(b, ow, const_i64(-(-pl // sw)))
+    last = b.sub(as_index(win.w), const_i64(1 - pl + (kw - 1) * dw))  # the last tap's start column
+    hi = min_index(b, ow, b.add(b.sdiv(max_index(b, last, const_i64(0)), const_i64(sw)), const_i64(1)))
+    hi = b.select(b.icmp_signed("<", last, const_i64(0)), lo, hi)
+    return lo, max_index(b, lo, hi)
 
 
 def window_count(b: ir.IRBuilder, win: Window, at: WindowAt, include_pad: int) -> ir.Value:

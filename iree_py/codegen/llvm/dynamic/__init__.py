@@ -12,7 +12,6 @@ from iree_py.codegen.llvm.dims import is_dynamic, kernel_symbols  # noqa: F401 (
 
 # kind -> "module:function" under iree_py.codegen.llvm.dynamic; imported when first used.
 DYNAMIC_BUILDERS: dict[str, str] = {
-    "conv2d": "conv2d:build",
     "reduce_rt": "reduce_rt:build",
     "nonzero_count": "datadep:build_nonzero_count",
     "nonzero": "datadep:build_nonzero",

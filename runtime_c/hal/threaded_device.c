@@ -16,6 +16,9 @@
 #include "cpu_executable.h"
 
 #define IRP_NO_FAILURE UINT64_MAX
+/* Claims per thread a dispatch is cut into: fewer claims mean fewer trips to the shared counter,
+ * more mean better balance when workgroups differ or a thread is descheduled. */
+#define IRP_CHUNKS_PER_THREAD 4
 
 /* Bumped in a fork()'s child: a device made before it has no workers there. */
 static atomic_uint irp_fork_epoch;
@@ -41,6 +44,7 @@ typedef struct irp_threaded_device_t {
   /* The dispatch in flight: written before `generation` is bumped, read after it is seen. */
   const irp_hal_dispatch_t* dispatch;
   uint64_t total;                /* workgroups in its grid */
+  uint64_t chunk;                /* workgroups taken per claim: about IRP_CHUNKS_PER_THREAD claims per thread */
   atomic_uint_fast64_t next;     /* the next workgroup to take, in x-fastest order */
   atomic_uint_fast64_t failed_at; /* lowest failing workgroup so far (IRP_NO_FAILURE: none) */
   int32_t failure_status;        /* its kernel's status (under mutex) */
@@ -59,24 +63,29 @@ static void irp_run_workgroups(irp_threaded_device_t* device, uint32_t thread) {
   const uint32_t* count = dispatch->state.workgroup_count;
   uint64_t plane = (uint64_t)count[0] * count[1];
   irp_hal_thread_span_t* span = thread < dispatch->thread_span_count ? &dispatch->thread_spans[thread] : NULL;
+  uint64_t chunk = device->chunk;
   for (;;) {
-    uint64_t index = atomic_fetch_add_explicit(&device->next, 1, memory_order_relaxed);
-    if (index >= device->total || index > atomic_load_explicit(&device->failed_at, memory_order_relaxed)) return;
-    irp_workgroup_state_t workgroup = {{(uint32_t)(index % count[0]), (uint32_t)(index % plane / count[0]),
-                                        (uint32_t)(index / plane)}, 0};
-    if (span != NULL && span->workgroups == 0) span->start_ns = irp_clock_ns();
-    int32_t result = irp_cpu_executable_issue(dispatch->executable, dispatch->entry_point, &dispatch->state, &workgroup);
-    if (span != NULL) {
-      span->workgroups += 1;
-      span->end_ns = irp_clock_ns();
-    }
-    if (result != IRP_KERNEL_STATUS_OK) {
-      pthread_mutex_lock(&device->mutex);
-      if (index < atomic_load(&device->failed_at)) {
-        atomic_store(&device->failed_at, index);
-        device->failure_status = result;
+    uint64_t first = atomic_fetch_add_explicit(&device->next, chunk, memory_order_relaxed);
+    if (first >= device->total) return;
+    uint64_t last = first + chunk < device->total ? first + chunk : device->total;
+    for (uint64_t index = first; index < last; ++index) {
+      if (index > atomic_load_explicit(&device->failed_at, memory_order_relaxed)) return;
+      irp_workgroup_state_t workgroup = {{(uint32_t)(index % count[0]), (uint32_t)(index % plane / count[0]),
+                                          (uint32_t)(index / plane)}, 0};
+      if (span != NULL && span->workgroups == 0) span->start_ns = irp_clock_ns();
+      int32_t result = irp_cpu_executable_issue(dispatch->executable, dispatch->entry_point, &dispatch->state, &workgroup);
+      if (span != NULL) {
+        span->workgroups += 1;
+        span->end_ns = irp_clock_ns();
       }
-      pthread_mutex_unlock(&device->mutex);
+      if (result != IRP_KERNEL_STATUS_OK) {
+        pthread_mutex_lock(&device->mutex);
+        if (index < atomic_load(&device->failed_at)) {
+          atomic_store(&device->failed_at, index);
+          device->failure_status = result;
+        }
+        pthread_mutex_unlock(&device->mutex);
+      }
     }
   }
 }
@@ -163,6 +172,8 @@ static irp_status_t irp_threaded_dispatch(irp_hal_device_t* base, const irp_hal_
   }
   device->dispatch = dispatch;
   device->total = total;
+  uint64_t claims = (uint64_t)(device->worker_count + 1) * IRP_CHUNKS_PER_THREAD;
+  device->chunk = total > claims ? total / claims : 1;
   atomic_store_explicit(&device->next, 0, memory_order_relaxed);
   atomic_store_explicit(&device->failed_at, IRP_NO_FAILURE, memory_order_relaxed);
   atomic_store_explicit(&device->busy, device->worker_count, memory_order_relaxed);

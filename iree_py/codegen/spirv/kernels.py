@@ -9,6 +9,7 @@ from iree_py.codegen.spirv.builder import KernelBuilder
 from iree_py.codegen.spirv.conv import build_conv2d
 from iree_py.codegen.spirv.data_movement import build_concat, build_slice, build_transpose
 from iree_py.codegen.spirv.elementwise import build_elementwise, build_expand
+from iree_py.codegen.spirv.gather_pad import build_gather, build_pad
 from iree_py.codegen.spirv.indexing import Dim
 from iree_py.codegen.spirv.matmul import build_matmul
 from iree_py.codegen.spirv.pool import build_avgpool, build_globalavgpool, build_maxpool
@@ -34,9 +35,11 @@ KERNEL_BUILDERS: dict[str, Builder] = {
     "transpose": build_transpose,
     "slice": build_slice,
     "concat": build_concat,
+    "gather": build_gather,
+    "pad": build_pad,
 }
 # Kinds that only move elements: any 4-byte dtype, its bits copied through int arrays.
-DATA_MOVEMENT = ("expand", "transpose", "slice", "concat")
+DATA_MOVEMENT = ("expand", "transpose", "slice", "concat", "gather", "pad")
 FOUR_BYTE_DTYPES = (DType.f32, DType.i32, DType.u32)
 
 

@@ -26,7 +26,14 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
     if spec.kind not in KERNEL_BUILDERS:
         return f"the backend has no builder for it (it builds {', '.join(sorted(KERNEL_BUILDERS))})"
     allowed = FOUR_BYTE_DTYPES if spec.kind in DATA_MOVEMENT else (DType.f32,)
-    for t in (*spec.inputs, *spec.outputs):
+    checked = list((*spec.inputs, *spec.outputs))
+    if spec.kind == "gather":  # indices: i32, or i64 read as their low words
+        if spec.inputs[1].dtype not in (DType.i32, DType.i64):
+            return f"gather indices of dtype {spec.inputs[1].dtype.value} (it takes i32, i64)"
+        checked.pop(1)
+    if spec.kind == "pad" and spec.attrs["mode"] not in ("constant", "edge", "reflect", "symmetric", "wrap"):
+        return f"pad mode {spec.attrs['mode']}"
+    for t in checked:
         if t.dtype not in allowed:
             return f"dtype {t.dtype.value} (it takes {', '.join(d.value for d in allowed)})"
     if spec.kind == "elementwise":

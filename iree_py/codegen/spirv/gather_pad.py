@@ -38,9 +38,9 @@ def build_gather(b: KernelBuilder, spec: KernelSpec) -> Dim:
     return total
 
 
-def fill_bits(value: float, dtype: DType) -> int:
-    """The value as the 32-bit pattern of one element of dtype, read as a signed int."""
-    return int(np.array(value).astype(dtype.numpy).view(np.int32).reshape(-1)[0])
+def fill_words(value: float, dtype: DType) -> list[int]:
+    """The value as the 32-bit words of one element of dtype (1, or 2 for an 8-byte dtype), signed."""
+    return [int(w) for w in np.array([value]).astype(dtype.numpy).view(np.int32)]
 
 
 def _map_into(b: KernelBuilder, t: Value, n: Value, mode: str) -> Value:
@@ -80,6 +80,10 @@ def build_pad(b: KernelBuilder, spec: KernelSpec) -> Dim:
                 source.append(_map_into(b, s - lo, kept, mode) + lo)
         value = b.load(0, linear(b, source, in_shape))
         if mode == "constant":
-            value = b.select(inside, value, b.int(fill_bits(spec.attrs.get("value", 0), spec.inputs[0].dtype)))
+            words = fill_words(spec.attrs.get("value", 0), spec.attrs.get("element_dtype", spec.inputs[0].dtype))
+            fill = b.int(words[0])
+            if len(words) == 2 and words[1] != words[0]:  # the words axis (kernels.words_spec) is the last
+                fill = b.select(coords[-1].eq(0), fill, b.int(words[1]))
+            value = b.select(inside, value, fill)
         b.store(1, index, value)
     return total

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from iree_py.codegen.dispatch import Dispatch
 from iree_py.codegen.spirv.elementwise import supports_expr
-from iree_py.codegen.spirv.kernels import DATA_MOVEMENT, FOUR_BYTE_DTYPES, KERNEL_BUILDERS, kernel_symbols
+from iree_py.codegen.spirv.kernels import DATA_MOVEMENT, EIGHT_BYTE_DTYPES, FOUR_BYTE_DTYPES, KERNEL_BUILDERS, kernel_symbols
 from iree_py.codegen.spirv.math import BINARY, UNARY
 from iree_py.errors import CompileError
 from iree_py.ir.types import DType
@@ -25,7 +25,7 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
     spec = dispatch.spec
     if spec.kind not in KERNEL_BUILDERS:
         return f"the backend has no builder for it (it builds {', '.join(sorted(KERNEL_BUILDERS))})"
-    allowed = FOUR_BYTE_DTYPES if spec.kind in DATA_MOVEMENT else (DType.f32,)
+    allowed = (*FOUR_BYTE_DTYPES, *EIGHT_BYTE_DTYPES) if spec.kind in DATA_MOVEMENT else (DType.f32,)
     checked = list((*spec.inputs, *spec.outputs))
     if spec.kind == "gather":  # indices: i32, or i64 read as their low words
         if spec.inputs[1].dtype not in (DType.i32, DType.i64):

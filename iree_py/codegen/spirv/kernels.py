@@ -9,7 +9,7 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.spirv.builder import KernelBuilder
 from iree_py.codegen.spirv.conv import build_conv2d
 from iree_py.codegen.spirv.data_movement import build_concat, build_slice, build_transpose
-from iree_py.codegen.spirv.elementwise import build_elementwise, build_expand
+from iree_py.codegen.spirv.elementwise import build_elementwise, build_expand, is_int_expr
 from iree_py.codegen.spirv.gather_pad import build_gather, build_pad
 from iree_py.codegen.spirv.indexing import Dim
 from iree_py.codegen.spirv.matmul import build_matmul
@@ -78,6 +78,8 @@ def kernel_symbols(spec: KernelSpec) -> tuple[str, ...]:
 
 
 def element_type(spec: KernelSpec) -> str:
+    if spec.kind == "elementwise" and is_int_expr(spec):
+        return "i32"
     return "i32" if spec.kind in DATA_MOVEMENT else "f32"
 
 

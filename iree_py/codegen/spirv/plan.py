@@ -3,7 +3,7 @@ naming the node when this backend cannot build it — never a fallback to anothe
 from __future__ import annotations
 
 from iree_py.codegen.dispatch import Dispatch
-from iree_py.codegen.spirv.elementwise import supports_expr
+from iree_py.codegen.spirv.elementwise import is_int_expr, supports_expr
 from iree_py.codegen.spirv.kernels import DATA_MOVEMENT, EIGHT_BYTE_DTYPES, FOUR_BYTE_DTYPES, KERNEL_BUILDERS, kernel_symbols
 from iree_py.codegen.spirv.math import BINARY, UNARY
 from iree_py.errors import CompileError
@@ -33,6 +33,8 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
         checked.pop(1)
     if spec.kind == "pad" and spec.attrs["mode"] not in ("constant", "edge", "reflect", "symmetric", "wrap"):
         return f"pad mode {spec.attrs['mode']}"
+    if spec.kind == "elementwise" and is_int_expr(spec):
+        checked = []  # i32 throughout: intmath.py (supports_expr names an op it lacks)
     for t in checked:
         if t.dtype not in allowed:
             return f"dtype {t.dtype.value} (it takes {', '.join(d.value for d in allowed)})"

@@ -13,7 +13,7 @@ from iree_py.codegen.spirv.elementwise import build_elementwise, build_expand, i
 from iree_py.codegen.spirv.gather_pad import build_gather, build_pad
 from iree_py.codegen.spirv.indexing import Dim
 from iree_py.codegen.spirv.matmul import build_matmul
-from iree_py.codegen.spirv.pool import build_avgpool, build_globalavgpool, build_maxpool
+from iree_py.codegen.spirv.pool import build_avgpool, build_globalavgpool, build_lrn, build_maxpool
 from iree_py.codegen.spirv.reduce import build_reduce
 from iree_py.codegen.spirv.softmax import build_logsoftmax, build_softmax
 from iree_py.ir.symbols import Expr, call, dim
@@ -38,6 +38,7 @@ KERNEL_BUILDERS: dict[str, Builder] = {
     "concat": build_concat,
     "gather": build_gather,
     "pad": build_pad,
+    "lrn": build_lrn,
 }
 # Kinds that only move elements: any 4-byte dtype, its bits copied through int arrays.
 DATA_MOVEMENT = ("expand", "transpose", "slice", "concat", "gather", "pad")

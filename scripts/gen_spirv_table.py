@@ -19,7 +19,7 @@ OPCODES = (
     "OpTypeVector", "OpTypeRuntimeArray", "OpTypeStruct", "OpTypePointer", "OpTypeFunction", "OpConstant",
     "OpConstantTrue", "OpConstantFalse", "OpVariable", "OpFunction", "OpFunctionEnd", "OpLabel", "OpReturn",
     "OpLoad", "OpStore", "OpAccessChain", "OpCompositeExtract", "OpBitcast", "OpConvertSToF", "OpConvertFToS",
-    "OpIAdd", "OpISub", "OpIMul", "OpSDiv", "OpSRem", "OpSNegate", "OpFAdd", "OpFSub", "OpFMul", "OpFDiv",
+    "OpIAdd", "OpISub", "OpIMul", "OpSDiv", "OpSRem", "OpSNegate", "OpBitwiseAnd", "OpBitwiseOr", "OpBitwiseXor", "OpFAdd", "OpFSub", "OpFMul", "OpFDiv",
     "OpFRem", "OpFMod", "OpFNegate", "OpIEqual", "OpINotEqual", "OpSLessThan", "OpSLessThanEqual",
     "OpSGreaterThan", "OpSGreaterThanEqual", "OpFOrdEqual", "OpFOrdLessThan", "OpFOrdLessThanEqual",
     "OpFOrdGreaterThan", "OpFOrdGreaterThanEqual", "OpFUnordNotEqual", "OpLogicalAnd", "OpLogicalOr",

@@ -70,7 +70,10 @@ def run_case(case: ConformanceCase, target: str = "host") -> CaseResult:
 
 def device_for(target: str) -> str:
     from iree_py.targets import load_target
-    return "local" if load_target(target).run == "local" else "qemu"
+    t = load_target(target)
+    if t.run != "local":
+        return "qemu"
+    return t.device or "local"  # a GPU target runs on its runtime device ("vulkan")
 
 
 def symbolic_dims(case: ConformanceCase) -> dict[str, int]:

@@ -13,10 +13,13 @@ STATUSES = (PASSED, WRONG_RESULT, UNSUPPORTED, COMPILE_ERROR, RUNTIME_ERROR)
 
 # A CompileError whose message says iree-py does not handle something (an op, an element type, an
 # attribute value, a non-tensor value, a shape that is not static) is "unsupported"; any other
-# compile failure is a "compile error" worth a look.
+# compile failure is a "compile error" worth a look. A backend's refusal of a kernel it cannot build
+# ("target vulkan (backend spirv) cannot build kernel kind 'gather': ...", codegen/spirv/plan.py) is
+# "unsupported" too: the target does not handle that kind or dtype yet.
 _UNSUPPORTED = re.compile(
     r"not supported|unsupported|is only supported|are supported|is supported"
-    r"|is not a tensor|must be a constant|needs static shapes|imports no default-domain")
+    r"|is not a tensor|must be a constant|needs static shapes|imports no default-domain"
+    r"|\(backend \w+\) cannot build kernel kind")
 _BLOCKING_OP = re.compile(r"\((?:op )?([A-Z]\w*)[,)]")  # frontend "(op Foo, opset 13)", verifier "(Foo)"
 
 

@@ -6,11 +6,25 @@ from __future__ import annotations
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.spirv.builder import KernelBuilder, Value
 from iree_py.codegen.spirv.indexing import Dim, broadcast_index, dims, product, unravel
+from iree_py.codegen.spirv.intmath import INT_BINARY, INT_UNARY
 from iree_py.codegen.spirv.math import BINARY, UNARY, binary, unary
+from iree_py.ir.types import DType
+
+
+def is_int_expr(spec: KernelSpec) -> bool:
+    """Every tensor and step of the expression is i32 (computed by intmath.py)."""
+    return (all(t.dtype == DType.i32 for t in (*spec.inputs, *spec.outputs))
+            and all(step.dtype in (None, DType.i32) for step in spec.attrs["expr"].steps))
 
 
 def supports_expr(spec: KernelSpec) -> str | None:
     """Why the expression cannot be built here (None: it can)."""
+    if is_int_expr(spec):
+        for step in spec.attrs["expr"].steps:
+            if step.op not in INT_UNARY and step.op not in INT_BINARY:
+                return (f"i32 elementwise op {step.op} (the spirv backend computes "
+                        f"{', '.join(sorted({*INT_UNARY, *INT_BINARY}))} on i32)")
+        return None
     for step in spec.attrs["expr"].steps:
         if step.op not in UNARY and step.op not in BINARY:
             return f"elementwise op {step.op} (the spirv backend computes {', '.join(sorted({*UNARY, *BINARY}))})"
@@ -20,6 +34,7 @@ def supports_expr(spec: KernelSpec) -> str | None:
 def build_elementwise(b: KernelBuilder, spec: KernelSpec) -> Dim:
     out_shape = dims(spec.outputs[0])
     total = product(out_shape)
+    integer = is_int_expr(spec)
     with b.for_each(total) as index:
         coords = unravel(b, index, out_shape)
         loaded: dict[int, Value] = {}
@@ -34,8 +49,12 @@ def build_elementwise(b: KernelBuilder, spec: KernelSpec) -> Dim:
 
         for step in spec.attrs["expr"].steps:
             args = [arg(kind, i) for kind, i in step.args]
-            results.append(unary(b, step.op, args[0], step.attrs) if len(args) == 1
-                           else binary(b, step.op, args[0], args[1]))
+            if integer:
+                results.append(INT_UNARY[step.op](b, args[0]) if len(args) == 1
+                               else INT_BINARY[step.op](b, args[0], args[1]))
+            else:
+                results.append(unary(b, step.op, args[0], step.attrs) if len(args) == 1
+                               else binary(b, step.op, args[0], args[1]))
         b.store(len(spec.inputs), index, results[-1])
     return total
 

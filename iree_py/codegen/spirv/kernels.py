@@ -2,20 +2,22 @@
 against codegen/kernel_kinds.py) and the step that turns one KernelSpec into one shader."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.spirv.builder import KernelBuilder
 from iree_py.codegen.spirv.conv import build_conv2d
 from iree_py.codegen.spirv.data_movement import build_concat, build_slice, build_transpose
-from iree_py.codegen.spirv.elementwise import build_elementwise, build_expand
+from iree_py.codegen.spirv.elementwise import build_elementwise, build_expand, is_int_expr
+from iree_py.codegen.spirv.gather_pad import build_gather, build_pad
 from iree_py.codegen.spirv.indexing import Dim
 from iree_py.codegen.spirv.matmul import build_matmul
-from iree_py.codegen.spirv.pool import build_avgpool, build_globalavgpool, build_maxpool
+from iree_py.codegen.spirv.pool import build_avgpool, build_globalavgpool, build_lrn, build_maxpool
 from iree_py.codegen.spirv.reduce import build_reduce
 from iree_py.codegen.spirv.softmax import build_logsoftmax, build_softmax
 from iree_py.ir.symbols import Expr, call, dim
-from iree_py.ir.types import DType
+from iree_py.ir.types import DType, TensorType
 from iree_py.targets import Target
 
 Builder = Callable[[KernelBuilder, KernelSpec], Dim]  # writes the shader body, returns its work items
@@ -34,10 +36,41 @@ KERNEL_BUILDERS: dict[str, Builder] = {
     "transpose": build_transpose,
     "slice": build_slice,
     "concat": build_concat,
+    "gather": build_gather,
+    "pad": build_pad,
+    "lrn": build_lrn,
 }
 # Kinds that only move elements: any 4-byte dtype, its bits copied through int arrays.
-DATA_MOVEMENT = ("expand", "transpose", "slice", "concat")
+DATA_MOVEMENT = ("expand", "transpose", "slice", "concat", "gather", "pad")
 FOUR_BYTE_DTYPES = (DType.f32, DType.i32, DType.u32)
+# 8-byte elements move as two 32-bit words: the spec gains a trailing axis of 2 (words_spec).
+EIGHT_BYTE_DTYPES = (DType.i64, DType.u64, DType.f64)
+
+
+def words_spec(spec: KernelSpec) -> KernelSpec:
+    """A data-movement spec on 8-byte elements as the same move on 32-bit words: every tensor but
+    gather's indices gets a trailing axis of 2 (the element's low and high word), which the move
+    copies as it is."""
+    if spec.kind not in DATA_MOVEMENT or spec.inputs[0].dtype not in EIGHT_BYTE_DTYPES:
+        return spec
+
+    def widen(t: TensorType) -> TensorType:
+        return TensorType(DType.i32, (*t.shape, 2))
+
+    inputs = [widen(t) for t in spec.inputs]
+    if spec.kind == "gather":
+        inputs[1] = spec.inputs[1]
+    attrs = dict(spec.attrs)
+    rank = spec.inputs[0].rank
+    if spec.kind == "transpose":
+        attrs["perm"] = [*attrs["perm"], rank]
+    elif spec.kind == "slice":
+        attrs["starts"], attrs["steps"] = [*attrs["starts"], 0], [*attrs["steps"], 1]
+    elif spec.kind == "pad":
+        pads = list(attrs["pads"])
+        attrs["pads"] = [*pads[:rank], 0, *pads[rank:], 0]
+        attrs["element_dtype"] = spec.inputs[0].dtype  # the constant's two words
+    return dataclasses.replace(spec, inputs=tuple(inputs), outputs=tuple(widen(t) for t in spec.outputs), attrs=attrs)
 
 
 def kernel_symbols(spec: KernelSpec) -> tuple[str, ...]:
@@ -46,10 +79,13 @@ def kernel_symbols(spec: KernelSpec) -> tuple[str, ...]:
 
 
 def element_type(spec: KernelSpec) -> str:
+    if spec.kind == "elementwise" and is_int_expr(spec):
+        return "i32"
     return "i32" if spec.kind in DATA_MOVEMENT else "f32"
 
 
 def build_kernel(spec: KernelSpec, target: Target) -> tuple[bytes, KernelInfo]:
+    original, spec = spec, words_spec(spec)
     symbols = kernel_symbols(spec)
     bindings = len(spec.inputs) + len(spec.outputs)
     writable = [False] * len(spec.inputs) + [True] * len(spec.outputs)
@@ -57,5 +93,5 @@ def build_kernel(spec: KernelSpec, target: Target) -> tuple[bytes, KernelInfo]:
     work = KERNEL_BUILDERS[spec.kind](b, spec)
     groups = dim(call("min", call("ceildiv", work, target.workgroup_size), target.max_workgroup_count))
     info = KernelInfo(spec.name, (groups, 1, 1), tuple(Expr.of(s) for s in symbols),
-                      tuple(dim(t.byte_count) for t in (*spec.inputs, *spec.outputs)))
+                      tuple(dim(t.byte_count) for t in (*original.inputs, *original.outputs)))
     return b.finish(), info

@@ -26,7 +26,23 @@ def _sigmoid(b: KernelBuilder, x: Value) -> Value:
 
 def _softplus(b: KernelBuilder, x: Value) -> Value:
     """log(1 + exp(x)) without overflow: max(x, 0) + log(1 + exp(-|x|))."""
-    return b.max(x, 0.0) + b.ext("Log", b.ext("Exp", -b.ext("FAbs", x)) + 1.0)
+    return b.max(x, 0.0) + _log1p(b, b.ext("Exp", -b.ext("FAbs", x)))
+
+
+def _tanh(b: KernelBuilder, x: Value) -> Value:
+    """Mesa's Tanh is (e^2x - 1) / (e^2x + 1), which loses a small x's relative precision to the
+    subtraction: below |x| 0.1 the odd series to x^7 (the next term is < 2.2e-11)."""
+    x2 = x * x
+    series = x * (x2 * (x2 * (x2 * (-17.0 / 315.0) + 2.0 / 15.0) - 1.0 / 3.0) + 1.0)
+    return b.select(b.ext("FAbs", x) < 0.1, series, b.ext("Tanh", x))
+
+
+def _log1p(b: KernelBuilder, u: Value) -> Value:
+    """log(1 + u) for u >= 0 without losing a small u to the rounding of 1 + u (Goldberg's trick:
+    log(w) * u / (w - 1) with w = 1 + u; u itself where w rounds to 1)."""
+    w = u + 1.0
+    d = w - 1.0
+    return b.select(d.eq(0.0), u, b.ext("Log", w) * (u / b.select(d.eq(0.0), b.float(1.0), d)))
 
 
 def _clamp(b: KernelBuilder, x: Value, low: float, high: float) -> Value:
@@ -47,8 +63,8 @@ UNARY: dict[str, Callable[[KernelBuilder, Value, Attrs], Value]] = {
     "LeakyRelu": lambda b, x, a: b.select(x < 0.0, x * a["alpha"], x),
     "Sigmoid": lambda b, x, a: _sigmoid(b, x),
     "RationalSigmoid": lambda b, x, a: _sigmoid(b, x),
-    "Tanh": lambda b, x, a: b.ext("Tanh", x),
-    "RationalTanh": lambda b, x, a: b.ext("Tanh", x),
+    "Tanh": lambda b, x, a: _tanh(b, x),
+    "RationalTanh": lambda b, x, a: _tanh(b, x),
     "Clip": lambda b, x, a: _clamp(b, x, a["min"], a["max"]),
     "Neg": lambda b, x, a: -x,
     "Exp": lambda b, x, a: b.ext("Exp", x),
@@ -69,7 +85,7 @@ UNARY: dict[str, Callable[[KernelBuilder, Value, Attrs], Value]] = {
     "Selu": lambda b, x, a: b.select(x > 0.0, x, _expm1(b, x) * a["alpha"]) * a["gamma"],
     "Celu": lambda b, x, a: b.max(x, 0.0) + b.min(_expm1(b, x * (1.0 / a["alpha"])) * a["alpha"], 0.0),
     "ThresholdedRelu": lambda b, x, a: b.select(x > a["alpha"], x, 0.0),
-    "Mish": lambda b, x, a: x * b.ext("Tanh", _softplus(b, x)),
+    "Mish": lambda b, x, a: x * _tanh(b, _softplus(b, x)),
     "Gelu": lambda b, x, a: x * 0.5 * (_erf(b, x * (1.0 / math.sqrt(2.0))) + 1.0),
     "GeluTanh": lambda b, x, a: x * 0.5 * (b.ext("Tanh", (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)) + 1.0),
     "Asin": lambda b, x, a: _asin(b, x),

@@ -3,8 +3,8 @@ naming the node when this backend cannot build it — never a fallback to anothe
 from __future__ import annotations
 
 from iree_py.codegen.dispatch import Dispatch
-from iree_py.codegen.spirv.elementwise import supports_expr
-from iree_py.codegen.spirv.kernels import DATA_MOVEMENT, FOUR_BYTE_DTYPES, KERNEL_BUILDERS, kernel_symbols
+from iree_py.codegen.spirv.elementwise import is_int_expr, supports_expr
+from iree_py.codegen.spirv.kernels import DATA_MOVEMENT, EIGHT_BYTE_DTYPES, FOUR_BYTE_DTYPES, KERNEL_BUILDERS, kernel_symbols
 from iree_py.codegen.spirv.math import BINARY, UNARY
 from iree_py.errors import CompileError
 from iree_py.ir.types import DType
@@ -25,8 +25,17 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
     spec = dispatch.spec
     if spec.kind not in KERNEL_BUILDERS:
         return f"the backend has no builder for it (it builds {', '.join(sorted(KERNEL_BUILDERS))})"
-    allowed = FOUR_BYTE_DTYPES if spec.kind in DATA_MOVEMENT else (DType.f32,)
-    for t in (*spec.inputs, *spec.outputs):
+    allowed = (*FOUR_BYTE_DTYPES, *EIGHT_BYTE_DTYPES) if spec.kind in DATA_MOVEMENT else (DType.f32,)
+    checked = list((*spec.inputs, *spec.outputs))
+    if spec.kind == "gather":  # indices: i32, or i64 read as their low words
+        if spec.inputs[1].dtype not in (DType.i32, DType.i64):
+            return f"gather indices of dtype {spec.inputs[1].dtype.value} (it takes i32, i64)"
+        checked.pop(1)
+    if spec.kind == "pad" and spec.attrs["mode"] not in ("constant", "edge", "reflect", "symmetric", "wrap"):
+        return f"pad mode {spec.attrs['mode']}"
+    if spec.kind == "elementwise" and is_int_expr(spec):
+        checked = []  # i32 throughout: intmath.py (supports_expr names an op it lacks)
+    for t in checked:
         if t.dtype not in allowed:
             return f"dtype {t.dtype.value} (it takes {', '.join(d.value for d in allowed)})"
     if spec.kind == "elementwise":

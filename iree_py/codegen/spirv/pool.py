@@ -60,3 +60,25 @@ def build_globalavgpool(b: KernelBuilder, spec: KernelSpec) -> Dim:
             acc.set(acc.get() + b.load(0, base + i))
         b.store(1, plane, acc.get() / b.to_f32(b.dim(size)))
     return planes
+
+
+def build_lrn(b: KernelBuilder, spec: KernelSpec) -> Dim:
+    """ONNX LRN: y = x / (bias + alpha / size * sum of x^2 over channels
+    [c - floor((size-1)/2), c + ceil((size-1)/2)] within [0, C))^beta, X[N, C, ...]."""
+    shape = dims(spec.inputs[0])
+    size = int(spec.attrs["size"])
+    alpha, beta, bias = (float(spec.attrs[k]) for k in ("alpha", "beta", "bias"))
+    n, c_dim, inner = shape[0], shape[1], product(shape[2:])
+    total = product(shape)
+    with b.for_each(total) as index:
+        batch, c, i = unravel(b, index, [n, c_dim, inner])
+        channels = b.dim(c_dim)
+        lo = b.max(c - (size - 1) // 2, 0)
+        hi = b.min(c + (size - 1 - (size - 1) // 2) + 1, channels)
+        acc = b.variable("f32", 0.0)
+        with b.loop(lo, hi) as k:
+            v = b.load(0, (batch * channels + k) * b.dim(inner) + i)
+            acc.set(acc.get() + v * v)
+        scale = acc.get() * (alpha / size) + bias
+        b.store(1, index, b.load(0, index) / b.ext("Pow", scale, b.float(beta)))
+    return total

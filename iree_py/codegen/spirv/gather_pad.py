@@ -1,0 +1,89 @@
+"""Gather and pad on SPIR-V: element moves of any 4-byte dtype (bits copied through int arrays),
+one invocation per output element.
+
+gather: the indices binding is read as 32-bit words; i64 indices are read as their low word
+(little-endian; every index the backend handles is < 2**31, so the low word as a signed i32 is the
+index, negative ones included), so no Int64 capability is needed. A negative index wraps once; an
+index still out of range is clamped into the axis: this backend has no dispatch status to fail
+with yet (the CPU backend fails the dispatch, status 3) — docs/vulkan.md.
+
+pad: output index o on an axis reads s = o - begin; constant mode writes the value where s is
+outside the input, the other modes map s into the cropped input (negative pads crop) by the mode.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from iree_py.codegen.kernel_spec import KernelSpec
+from iree_py.codegen.spirv.builder import KernelBuilder, Value
+from iree_py.codegen.spirv.indexing import Dim, dims, linear, product, unravel
+from iree_py.ir.symbols import Expr, dim
+from iree_py.ir.types import DType
+
+
+def build_gather(b: KernelBuilder, spec: KernelSpec) -> Dim:
+    data, indices = dims(spec.inputs[0]), dims(spec.inputs[1])
+    axis = int(spec.attrs["axis"])
+    words = 2 if spec.inputs[1].dtype in (DType.i64, DType.u64) else 1
+    outer, count, inner = product(data[:axis]), product(indices), product(data[axis + 1:])
+    out_shape = [outer, count, inner]
+    total = product(out_shape)
+    size = b.dim(data[axis])
+    with b.for_each(total) as index:
+        o, position, i = unravel(b, index, out_shape)
+        k = b.load(1, position * words)
+        k = b.select(k < 0, k + size, k)
+        k = b.max(b.min(k, size - 1), 0)
+        b.store(2, index, b.load(0, linear(b, [o, k, i], [outer, data[axis], inner])))
+    return total
+
+
+def fill_words(value: float, dtype: DType) -> list[int]:
+    """The value as the 32-bit words of one element of dtype (1, or 2 for an 8-byte dtype), signed."""
+    return [int(w) for w in np.array([value]).astype(dtype.numpy).view(np.int32)]
+
+
+def _map_into(b: KernelBuilder, t: Value, n: Value, mode: str) -> Value:
+    """Position t (any int) mapped into [0, n) by the pad mode (n > 0)."""
+    def modulo(x: Value, p: Value) -> Value:
+        return ((x % p) + p) % p
+    if mode == "edge":
+        return b.max(b.min(t, n - 1), 0)
+    if mode == "wrap":
+        return modulo(t, n)
+    if mode == "symmetric":  # period 2n, the edge repeated
+        u = modulo(t, n * 2)
+        return b.select(u < n, u, n * 2 - 1 - u)
+    # reflect: period 2(n - 1), the edge not repeated; n == 1 reads element 0
+    p = b.max(n * 2 - 2, 1)
+    u = modulo(t, p)
+    return b.select(u < n, u, p - u)
+
+
+def build_pad(b: KernelBuilder, spec: KernelSpec) -> Dim:
+    in_shape, out_shape = dims(spec.inputs[0]), dims(spec.outputs[0])
+    rank = len(in_shape)
+    mode, pads = spec.attrs["mode"], [int(p) for p in spec.attrs["pads"]]
+    total = product(out_shape)
+    with b.for_each(total) as index:
+        coords = unravel(b, index, out_shape)
+        source: list[Value] = []
+        inside = b.bool(True)
+        for a in range(rank):
+            s = coords[a] - pads[a]
+            if mode == "constant":
+                inside = b.logical_and(inside, b.logical_and(s >= 0, s < b.dim(in_shape[a])))
+                source.append(b.max(b.min(s, b.dim(in_shape[a]) - 1), 0))
+            else:
+                lo, hi = max(-pads[a], 0), max(-pads[rank + a], 0)
+                kept = b.dim(dim(Expr.of(in_shape[a]) - lo - hi))
+                source.append(_map_into(b, s - lo, kept, mode) + lo)
+        value = b.load(0, linear(b, source, in_shape))
+        if mode == "constant":
+            words = fill_words(spec.attrs.get("value", 0), spec.attrs.get("element_dtype", spec.inputs[0].dtype))
+            fill = b.int(words[0])
+            if len(words) == 2 and words[1] != words[0]:  # the words axis (kernels.words_spec) is the last
+                fill = b.select(coords[-1].eq(0), fill, b.int(words[1]))
+            value = b.select(inside, value, fill)
+        b.store(1, index, value)
+    return total

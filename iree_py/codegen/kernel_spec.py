@@ -93,7 +93,7 @@ class KernelInfo:
     """What the VM needs to dispatch a built kernel."""
 
     name: str
-    # Static kernels: ints. Dynamic kernels (codegen/llvm/dynamic/): push constant i is the symbol
+    # Static kernels: ints. Kernels with symbolic dims (codegen/llvm/dims.py): push constant i is the symbol
     # Expr kernel_symbols(spec)[i], and the grid and lengths may be Exprs over those symbols; the VM
     # evaluates them at each dispatch and the kernel's guard recomputes and checks them.
     workgroup_count: tuple[int | SymExpr, int | SymExpr, int | SymExpr]

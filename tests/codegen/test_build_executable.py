@@ -11,9 +11,11 @@ import pytest
 from iree_py.codegen.kernel_abi import KERNEL_ABI_VERSION
 from iree_py.codegen.kernel_spec import Expr, ExprStep, KernelSpec
 from iree_py.codegen.llvm import build_executable, emit_assembly, emit_llvm_ir
-from iree_py.codegen.llvm.dynamic import DYNAMIC_BUILDERS
 from iree_py.codegen.llvm.jit import LoadedLibrary
-from iree_py.codegen.llvm.module_builder import INT_OR_EXPR_DIM_KINDS, KERNEL_BUILDERS
+from iree_py.codegen.llvm.module_builder import KERNEL_BUILDERS, STATIC_DIM_KINDS
+from iree_py.errors import CompileError
+from iree_py.ir.symbols import Expr as SymbolExpr
+from iree_py.ir.types import DType, TensorType
 from iree_py.targets import load_target
 from tests.codegen.conftest import f32
 
@@ -63,11 +65,15 @@ def test_unsupported_kind_names_the_kernel() -> None:
         build_executable([spec], load_target("host"))
 
 
-def test_int_or_expr_kinds_have_one_builder_and_no_dynamic_twin() -> None:
-    """A kind whose builder takes int | Expr dims is routed there for symbolic specs too, so a twin
-    in DYNAMIC_BUILDERS would never be used (docs/dynamic_shapes.md §3)."""
-    assert INT_OR_EXPR_DIM_KINDS <= set(KERNEL_BUILDERS)
-    assert not INT_OR_EXPR_DIM_KINDS & set(DYNAMIC_BUILDERS)
+def test_static_dim_kinds_are_refused_on_symbolic_dims_in_one_place() -> None:
+    """Every kind has one builder (KERNEL_BUILDERS), for int and Expr dims alike; the kinds whose
+    kernels need known sizes are listed once, and a symbolic spec of one of them is refused there,
+    naming the kernel, the kind and the way out (docs/dynamic_shapes.md §3)."""
+    assert STATIC_DIM_KINDS <= set(KERNEL_BUILDERS)
+    spec = KernelSpec("my_quantize", "quantize", (f32(SymbolExpr.of("n"), 4),),
+                      (TensorType(DType.i8, (SymbolExpr.of("n"), 4)),), {"scale": 0.5, "zero_point": 0})
+    with pytest.raises(CompileError, match=r"my_quantize.*'quantize'.*symbolic dims.*--dim NAME=VALUE"):
+        build_executable([spec], load_target("host"))
 
 
 def test_duplicate_kernel_names_are_rejected() -> None:

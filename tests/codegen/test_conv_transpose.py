@@ -10,7 +10,7 @@ import numpy as np
 from iree_py.codegen.dispatch import DIRECT_KERNELS
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm import build_executable
-from iree_py.codegen.llvm.dynamic import is_dynamic
+from iree_py.codegen.llvm.dims import is_dynamic
 from iree_py.codegen.llvm.jit import LoadedLibrary, run_kernels
 from iree_py.targets import load_target
 from iree_py.ir.ops import infer_types

@@ -14,7 +14,7 @@ import pytest
 from iree_py.codegen.kernel_abi import STATUS_INDEX_OUT_OF_RANGE
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm import build_executable
-from iree_py.codegen.llvm.dynamic import is_dynamic
+from iree_py.codegen.llvm.dims import is_dynamic
 from iree_py.codegen.llvm.jit import LoadedLibrary
 from iree_py.targets import load_target
 from iree_py.ir.symbols import Expr, call, evaluate

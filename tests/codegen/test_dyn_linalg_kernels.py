@@ -1,5 +1,5 @@
 """Dynamic-dim matmul, softmax/logsoftmax/hardmax, reduce and lrn kernels
-(iree_py/codegen/llvm/dynamic/reduce.py, codegen/llvm/{matmul,softmax,lrn}.py): each spec has symbolic dims, is built
+(iree_py/codegen/llvm/{reduce,matmul,softmax,lrn}.py): each spec has symbolic dims, is built
 once for the host, and runs through jit.py at several sizes (1 and 0 included) against numpy in
 float64. Tolerances: rtol 1e-5 and atol 1e-5 (matmul: atol 1e-5 × max(K, 1))."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The reduce_rt kernel (codegen/llvm/dynamic/reduce_rt.py) on the host: every kind over run-time
+"""The reduce_rt kernel (codegen/llvm/reduce.py, build_runtime_axes) on the host: every kind over run-time
 axis masks, input dims symbolic too, against numpy in float64 (rtol 1e-5, atol 1e-6); a mask
 that disagrees with the output's element count makes it write nothing."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The resize_rt kernel (codegen/llvm/dynamic/resize_rt.py) against its numpy twin
+"""The resize_rt kernel (codegen/llvm/resize.py, build_runtime) against its numpy twin
 (ops_rt_resize.rt_resize_reference, built on the compile-time tap tables of resize_math.py): every
 mode, coordinate_transformation_mode, nearest_mode, exclude_outside and antialias, on a rank-4
 input with every axis resized (leading axes through the workgroup id), output dims as symbols.

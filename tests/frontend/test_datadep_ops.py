@@ -1,5 +1,5 @@
 """Ops whose output size depends on run-time data (frontends/onnx/indexing.py and sorting.py, ir/ops/data_dependent.py, the kernels of
-codegen/llvm/dynamic/datadep.py and dynamic/topk.py): NonZero, Compress with a run-time condition,
+codegen/llvm/data_dependent.py and topk.py): NonZero, Compress with a run-time condition,
 Unique (sorted and not, all four outputs) and TopK with a run-time k. Each model is compiled once
 and run in the C runtime on host at inputs whose result sizes differ (0 included); results must
 equal onnxruntime's exactly (same dtype, shape and values: these ops only select and count), and so

@@ -1,5 +1,5 @@
-"""NonMaxSuppression (two passes: frontends/onnx/detection.py, ir/ops/detection.py, codegen/llvm/dynamic/nms.py) and RoiAlign
-(dynamic/roi_align.py). Each model is compiled once and run in the C runtime on host at several
+"""NonMaxSuppression (two passes: frontends/onnx/detection.py, ir/ops/detection.py, codegen/llvm/detection.py) and RoiAlign
+(the same files). Each model is compiled once and run in the C runtime on host at several
 inputs; NMS results (selected indices) must equal onnxruntime's exactly, RoiAlign's within 1e-5
 (both f32, same operation order), and so must the numpy reference of the imported IR."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Resize/Upsample with scales, sizes or roi given at run time, or a symbolic input (rt_resize:
-iree_py/frontends/onnx/resize.py -> ResizeRuntime -> codegen/llvm/dynamic/resize_rt.py).
+iree_py/frontends/onnx/resize.py -> ResizeRuntime -> codegen/llvm/resize.py, resize_rt).
 Each model is compiled ONCE with iree_py.compile and run by the C runtime at two geometries,
 against onnxruntime (tolerance 1e-5 of the largest expected magnitude; integers exactly)."""
 from __future__ import annotations

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from iree_py.codegen.backend import Backend
 from iree_py.codegen.kernel_spec import ExecutableBlob, KernelInfo, KernelSpec
-from iree_py.codegen.llvm.dynamic import DYNAMIC_BUILDERS
 from iree_py.codegen.llvm.flat_image import link_flat_image
 from iree_py.codegen.llvm.kernel_objects import compile_kernels, emit_kernel_assembly, entry_symbol, object_digest, \
     optimized_module, target_machine
@@ -67,5 +66,4 @@ def emit_assembly(specs: list[KernelSpec], target: Target) -> str:
     return "\n".join([*(emit_kernel_assembly(k.text, target) for k in irs), export])
 
 
-BACKEND = Backend(name="llvm", kernel_kinds=frozenset(KERNEL_BUILDERS) | frozenset(DYNAMIC_BUILDERS), plan=plan,
-                  build_executable=build_executable)
+BACKEND = Backend(name="llvm", kernel_kinds=frozenset(KERNEL_BUILDERS), plan=plan, build_executable=build_executable)

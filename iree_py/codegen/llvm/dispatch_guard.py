@@ -1,7 +1,7 @@
 """Every entry point checks the dispatch it is given before its kernel touches memory.
 
-Static kernels trust sizes baked into their code; dynamic ones (codegen/llvm/dynamic/) trust the
-sizes they compute from their push constants. The
+Static kernels trust sizes baked into their code; ones with symbolic dims (codegen/llvm/dims.py)
+trust the sizes they compute from their push constants. The
 runtime checks bindings against the lengths the module declares, but the module is data: a
 corrupted file could declare smaller lengths or another grid. So the exported entry point is a
 guard that compares what it receives with what its kernel was built for — binding count and
@@ -26,7 +26,7 @@ def add_dispatch_guard(module: ir.Module, info: KernelInfo, target: Target) -> N
     """Define entry point `info.name`: check the dispatch, then call kernel `body_name(info.name)`.
 
     Static kernels compare against constants. A dynamic kernel's push constants are the values of
-    its symbols (codegen/llvm/dynamic/): the guard reads them and computes the grid and the binding
+    its symbols (codegen/llvm/dims.py): the guard reads them and computes the grid and the binding
     lengths its kernel will use from them (a negative computed length refuses the dispatch)."""
     from iree_py.codegen.llvm.dims import DimEmitter, load_symbols
 

@@ -4,7 +4,7 @@ Both follow fdlibm (as musl's exp.c / log.c): range reduction by ln 2 split in a
 few bits and a lo part, then fdlibm's minimax polynomials; the error is below 1 ulp. Integers are
 moved in and out of doubles with the add-and-subtract-1.5*2**52 trick (no fptosi, as math_core.py),
 and 2**k is built from its exponent bits. Used by elementwise_typed.py (Exp, Log on f64) and the
-f64 reductions / softmax (reduce.py, dynamic/reduce_rt.py, softmax.py).
+f64 reductions / softmax (reduce.py: reduce and reduce_rt; softmax.py).
 """
 from __future__ import annotations
 

@@ -16,7 +16,6 @@ from iree_py.ir.symbols import SymbolicDimError
 from iree_py.codegen.llvm.common import KERNEL_FN_TYPE, NO_BUILTINS_ATTR
 from iree_py.codegen.llvm.dispatch_guard import add_dispatch_guard, body_name
 from iree_py.codegen.llvm.dims import is_dynamic
-from iree_py.codegen.llvm.dynamic import DYNAMIC_BUILDERS
 from iree_py.codegen.llvm.kernel_objects import CANONICAL_NAME, canonical_text, data_layout, target_machine
 from iree_py.codegen.llvm.library import add_library_export
 from iree_py.targets import Target
@@ -71,51 +70,42 @@ KERNEL_BUILDERS: dict[str, str] = {
     "qdwconv": "qdepthwise:build",
     "cumprod": "cumsum:build_cumprod",
     "bitcast": "bitcast:build",
-    "resize_rt": "dynamic.resize_rt:build",
-    "nonzero_count": "dynamic.datadep:build_nonzero_count",
-    "nonzero": "dynamic.datadep:build_nonzero",
-    "unique_count": "dynamic.datadep:build_unique_count",
-    "unique": "dynamic.datadep:build_unique",
-    "nms_select": "dynamic.nms:build_nms_select",
-    "nms_output": "dynamic.nms:build_nms_output",
-    "roi_align": "dynamic.roi_align:build_roi_align",
+    "reduce_rt": "reduce:build_runtime_axes",
+    "resize_rt": "resize:build_runtime",
+    "nonzero_count": "data_dependent:build_nonzero_count",
+    "nonzero": "data_dependent:build_nonzero",
+    "unique_count": "data_dependent:build_unique_count",
+    "unique": "data_dependent:build_unique",
+    "nms_select": "detection:build_nms_select",
+    "nms_output": "detection:build_nms_output",
+    "roi_align": "detection:build_roi_align",
     "string_equal": "string_equal:build",
 }
 
 
-# Kinds whose one builder (above) takes dims that are ints or Exprs (docs/dynamic_shapes.md): a spec
-# with symbolic dims goes there too, not to the DYNAMIC_BUILDERS twins.
-INT_OR_EXPR_DIM_KINDS = frozenset({"argmax", "argmin", "avgpool", "bitcast", "concat", "conv2d", "conv_transpose", "cumprod",
-                                   "cumsum", "elementwise", "expand", "gather", "gather_elements", "globalavgpool",
-                                   "gru", "hardmax", "logsoftmax", "lppool", "lrn", "lstm", "matmul", "maxpool",
-                                   "maxpool_index", "pad", "qconv", "qconv_dot", "qlstm", "qmatmul", "reduce", "rnn",
-                                   "slice", "softmax", "topk", "transpose"})
+# Every builder above takes dims that are ints or Exprs (docs/dynamic_shapes.md §3), except these,
+# whose kernels are specialized to known sizes: a spec of one of them with symbolic dims is refused
+# here, naming the kernel and the way out.
+STATIC_DIM_KINDS = frozenset({"dequantize", "gather_nd", "qadd", "qavgpool", "qconv_transpose", "qdwconv",
+                              "qlookup", "qsoftmax", "quantize", "resize", "scatter_elements", "scatter_nd",
+                              "string_equal"})
 
 
 def kernel_builder(spec: KernelSpec) -> Builder:
-    if is_dynamic(spec) and spec.kind not in INT_OR_EXPR_DIM_KINDS:
-        return _dynamic_builder(spec)
     where = KERNEL_BUILDERS.get(spec.kind)
     if where is None:
         raise ValueError(f"kernel {spec.name!r}: unsupported kind {spec.kind!r}; "
                          f"supported: {', '.join(sorted(KERNEL_BUILDERS))}")
+    if spec.kind in STATIC_DIM_KINDS and is_dynamic(spec):
+        raise CompileError(f"kernel {spec.name!r}: kind {spec.kind!r} has no kernel for symbolic dims yet "
+                           f"({', '.join(str(t) for t in (*spec.inputs, *spec.outputs))}). Give the symbols "
+                           f"values (--dim NAME=VALUE) to compile a static module")
     module_name, fn_name = where.split(":")
     try:
         module = importlib.import_module(f"iree_py.codegen.llvm.{module_name}")
     except ModuleNotFoundError as err:
         raise ValueError(f"kernel {spec.name!r}: kind {spec.kind!r} has no builder yet ({err})") from err
     return getattr(module, fn_name)
-
-
-def _dynamic_builder(spec: KernelSpec) -> Builder:
-    where = DYNAMIC_BUILDERS.get(spec.kind)
-    if where is None:
-        raise CompileError(f"kernel {spec.name!r}: kind {spec.kind!r} has no kernel for symbolic dims yet "
-                         f"({', '.join(str(t) for t in (*spec.inputs, *spec.outputs))}); kinds that have one: "
-                         f"{', '.join(sorted(DYNAMIC_BUILDERS)) or 'none'}. Give the symbols values "
-                         f"(--dim NAME=VALUE) to compile a static module")
-    module_name, fn_name = where.split(":")
-    return getattr(importlib.import_module(f"iree_py.codegen.llvm.dynamic.{module_name}"), fn_name)
 
 
 @dataclass(frozen=True)

@@ -180,7 +180,7 @@ OP_DEFS = [
     OpDef("Reduce", ("axes", "keepdims", "kind"), 1, 1, _reduce,
           dtypes=frozenset({DType.f32, DType.f64})),  # f64: codegen/llvm/reduce.py
     OpDef("ReduceRuntimeAxes", ("keepdims", "kind", "shape", "valid"), 2, 2, rt_reduce_rule,
-          dtypes=frozenset({DType.f32, DType.f64})),  # f64math: codegen/llvm/dynamic/reduce_rt.py
+          dtypes=frozenset({DType.f32, DType.f64})),  # f64math: codegen/llvm/reduce.py (reduce_rt)
     OpDef("ArgMax", ("axis", "keepdims", "select_last_index"), 1, 1, _arg),
     OpDef("ArgMin", ("axis", "keepdims", "select_last_index"), 1, 1, _arg),
     OpDef("CumSum", ("axis", "exclusive", "reverse"), 1, 1, cumulative_rule, dtypes=CUMULATIVE_DTYPES),

@@ -4,7 +4,7 @@ Resize carries tap tables computed at compile time (iree_py/ir/resize_math.py) a
 (i32) and weight (f32): one run of `taps` entries per output index and axis; the kernel is a
 gather-and-blend. ResizeRuntime is ONNX Resize/Upsample whose scales, sizes or roi are known only at
 run time, or whose input has symbolic dims (iree_py/frontends/onnx/resize.py): its kernel
-(iree_py/codegen/llvm/dynamic/resize_rt.py) computes source coordinates and weights per output index.
+(iree_py/codegen/llvm/resize.py, resize_rt) computes source coordinates and weights per output index.
 
 ResizeRuntime inputs: X (any rank R), scales (f32[K]) and roi (f32[2K]: starts then ends), one entry
 per resized axis. Attributes:

@@ -1,4 +1,4 @@
-"""Kernels of the data-dependent ops (iree_py/ir/ops_datadep.py): each op runs in two passes, a
+"""Kernels of the data-dependent ops (iree_py/ir/ops/data_dependent.py): each op runs in two passes, a
 count kernel whose i64[1] result the lowering reads into a symbol, then a kernel that writes the
 output allocated at that size. The builders take static and symbolic specs alike (a static spec
 simply has no push constants).
@@ -22,9 +22,8 @@ from iree_py.errors import CompileError
 from iree_py.codegen.kernel_abi import STATUS_UNSUPPORTED_VALUE
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import I64, const_i64, element_ptr, entry_alloca, for_range
-from iree_py.codegen.llvm.dims import DynamicKernel, begin_dynamic_kernel
 from iree_py.codegen.llvm.copy_common import attr_dim, fail_unless
-from iree_py.codegen.llvm.dims import product
+from iree_py.codegen.llvm.dims import DynamicKernel, begin_dynamic_kernel, product
 from iree_py.targets import Target
 from iree_py.ir.types import DType, TensorType
 

@@ -19,7 +19,7 @@ Structure:
             receptive field lies inside the image ("interior", known at build time) use vector
             tiles; the few border columns use a scalar path whose valid kx range is computed per
             column. A symbolic W: whole tiles cover the interior from its start rounded up to a
-            tile; the columns before and after are "edge" tiles of as many vectors as they need,
+            vector; the columns before and after are "edge" tiles of as many vectors as they need,
             whose input loads are masked to the columns inside the image (epilogue.py,
             position_mask) and whose last vector's stores to the columns left (_Columns).
   tails     a static W: interior widths that are not a multiple of the tile use narrower vectors
@@ -100,11 +100,12 @@ class _Columns:
     A known W (ints): the interior [lo, hi) by whole tiles up to full_end, then one tile of the
     exact remainder; the border columns [0, lo) and [hi, OW) one by one (scalar).
     A run-time W (i64 values computed at the kernel's entry), `edges`: [lo, full_end) by whole
-    interior tiles, where lo is the interior's start rounded up to whole tiles (0 without left
+    interior tiles, where lo is the interior's start rounded up to whole vectors (0 without left
     padding); [0, lo) and [full_end, hi = OW) by edge tiles, whose input loads are masked to the
-    image and whose last vector is masked to the columns left. Without vectors (lanes 1), `edges`
-    is False: the interior [lo, hi) by whole tiles, then `tail` = hi - full_end columns in one
-    tile, and the border columns one by one."""
+    image and whose last vector is masked to the columns left. A row of one tile at most is one
+    edge tile (lo = full_end = OW): what small rows cost is per tile. Without vectors (lanes 1),
+    `edges` is False: the interior [lo, hi) by whole tiles, then `tail` = hi - full_end columns in
+    one tile, and the border columns one by one."""
 
     lo: int | ir.Value
     hi: int | ir.Value
@@ -113,16 +114,22 @@ class _Columns:
     edges: bool
 
 
+def _left_border(s: ConvShape) -> int:
+    """The most output columns that can read left of the image."""
+    return -(-s.pl // s.sw)
+
+
 def _columns(dk: DynamicKernel, s: ConvShape, tile_cols: int, lanes: int) -> _Columns:
     lo, hi = s.interior_columns()
     if isinstance(hi, int):
         full_end = lo + (hi - lo) // tile_cols * tile_cols
         return _Columns(lo, hi, full_end, None, False)
     if lanes > 1:
-        left = -(-s.pl // s.sw)  # the most left border columns there can be
-        lo = dim(call("min", s.ow, -(-left // tile_cols) * tile_cols))
+        lo = dim(call("min", s.ow, -(-_left_border(s) // lanes) * lanes))
         full_end = dim(lo + call("floordiv", call("max", 0, Expr.of(hi) - lo), tile_cols) * tile_cols)
-        return _Columns(dk.dim(lo), dk.dim(s.ow), dk.dim(full_end), None, True)
+        b, ow = dk.builder, dk.dim(s.ow)
+        one_tile = b.icmp_signed("<=", ow, i64(tile_cols))
+        return _Columns(b.select(one_tile, ow, dk.dim(lo)), ow, b.select(one_tile, ow, dk.dim(full_end)), None, True)
     full_end = dim(lo + call("floordiv", Expr.of(hi) - lo, tile_cols) * tile_cols)
     return _Columns(dk.dim(lo), dk.dim(hi), dk.dim(full_end), dk.dim(dim(Expr.of(hi) - full_end)), False)
 
@@ -264,7 +271,7 @@ def _emit_channel_row(b: ir.IRBuilder, spec: KernelSpec, s: ConvShape, row: _Row
         _emit_tile(b, spec, s, row, m, channels, ox, (lanes,) * vectors)
 
     def fewer_vectors(ox: ir.Value, columns: ir.Value, edge: bool) -> None:
-        """A tile of `columns` (< tile_cols) at ox, a run-time count: as many vectors as it
+        """A tile of `columns` (<= tile_cols) at ox, a run-time count: as many vectors as it
         needs, the last masked to the columns left."""
         needed = b.udiv(b.add(columns, i64(lanes - 1)), i64(lanes))
         for k in range(1, vectors + 1):
@@ -277,7 +284,12 @@ def _emit_channel_row(b: ir.IRBuilder, spec: KernelSpec, s: ConvShape, row: _Row
         def edge_tiles(begin: ir.Value, end: ir.Value, name: str) -> None:
             simple_loop(b, begin, end, tile_cols,
                         lambda ox: fewer_vectors(ox, imin(b, b.sub(end, ox), i64(tile_cols)), True), name)
-        edge_tiles(i64(0), cols.lo, "left")
+        if -(-_left_border(s) // lanes) * lanes <= tile_cols:
+            # The left region is one tile at most: no loop, and its tile starts at column 0, which
+            # lets LLVM fold its masks' start.
+            if_then(b, b.icmp_signed(">", cols.lo, i64(0)), lambda: fewer_vectors(i64(0), cols.lo, True))
+        else:
+            edge_tiles(i64(0), cols.lo, "left")
         simple_loop(b, cols.lo, cols.full_end, tile_cols, tiles, "ox")
         edge_tiles(cols.full_end, cols.hi, "right")
         return

@@ -14,6 +14,7 @@
 
 #include "../base/clock.h"
 #include "cpu_executable.h"
+#include "sync_device.h"
 
 #define IRP_NO_FAILURE UINT64_MAX
 /* Claims per thread a dispatch is cut into: fewer claims mean fewer trips to the shared counter,
@@ -64,20 +65,21 @@ static void irp_run_workgroups(irp_threaded_device_t* device, uint32_t thread) {
   uint64_t plane = (uint64_t)count[0] * count[1];
   irp_hal_thread_span_t* span = thread < dispatch->thread_span_count ? &dispatch->thread_spans[thread] : NULL;
   uint64_t chunk = device->chunk;
-  for (;;) {
+  uint32_t ran = 0;
+  for (bool more = true; more;) {
     uint64_t first = atomic_fetch_add_explicit(&device->next, chunk, memory_order_relaxed);
-    if (first >= device->total) return;
     uint64_t last = first + chunk < device->total ? first + chunk : device->total;
-    for (uint64_t index = first; index < last; ++index) {
-      if (index > atomic_load_explicit(&device->failed_at, memory_order_relaxed)) return;
+    more = first < device->total;
+    for (uint64_t index = first; index < last && more; ++index) {
+      if (index > atomic_load_explicit(&device->failed_at, memory_order_relaxed)) {
+        more = false;  /* every workgroup left comes after a failure */
+        break;
+      }
       irp_workgroup_state_t workgroup = {{(uint32_t)(index % count[0]), (uint32_t)(index % plane / count[0]),
                                           (uint32_t)(index / plane)}, 0};
-      if (span != NULL && span->workgroups == 0) span->start_ns = irp_clock_ns();
+      if (span != NULL && ran == 0) span->start_ns = irp_clock_ns();
+      ++ran;
       int32_t result = irp_cpu_executable_issue(dispatch->executable, dispatch->entry_point, &dispatch->state, &workgroup);
-      if (span != NULL) {
-        span->workgroups += 1;
-        span->end_ns = irp_clock_ns();
-      }
       if (result != IRP_KERNEL_STATUS_OK) {
         pthread_mutex_lock(&device->mutex);
         if (index < atomic_load(&device->failed_at)) {
@@ -87,6 +89,10 @@ static void irp_run_workgroups(irp_threaded_device_t* device, uint32_t thread) {
         pthread_mutex_unlock(&device->mutex);
       }
     }
+  }
+  if (span != NULL && ran > 0) {
+    span->end_ns = irp_clock_ns();
+    span->workgroups = ran;
   }
 }
 
@@ -125,42 +131,6 @@ static void* irp_worker_main(void* arg) {
   }
 }
 
-static irp_status_t irp_threaded_prepare_executable(irp_hal_device_t* device, const irp_allocator_t* allocator,
-                                                    irp_hal_executable_t* executable, irp_diag_t* diag) {
-  (void)device;
-  return irp_cpu_executable_load(allocator, executable, diag);
-}
-
-static void irp_threaded_release_executable(irp_hal_device_t* device, const irp_allocator_t* allocator,
-                                            irp_hal_executable_t* executable) {
-  (void)device;
-  irp_cpu_executable_unload(allocator, executable);
-}
-
-/* The grid on the calling thread alone, in order (one workgroup, or a child after fork()). */
-static irp_status_t irp_dispatch_inline(const irp_hal_dispatch_t* dispatch, uint64_t total,
-                                        irp_hal_kernel_failure_t* out_failure) {
-  const uint32_t* count = dispatch->state.workgroup_count;
-  uint64_t plane = (uint64_t)count[0] * count[1];
-  irp_hal_thread_span_t* span = dispatch->thread_span_count > 0 ? dispatch->thread_spans : NULL;
-  if (span != NULL) span->start_ns = irp_clock_ns();
-  for (uint64_t index = 0; index < total; ++index) {
-    irp_workgroup_state_t workgroup = {{(uint32_t)(index % count[0]), (uint32_t)(index % plane / count[0]),
-                                        (uint32_t)(index / plane)}, 0};
-    int32_t result = irp_cpu_executable_issue(dispatch->executable, dispatch->entry_point, &dispatch->state, &workgroup);
-    if (span != NULL) {
-      span->workgroups += 1;
-      span->end_ns = irp_clock_ns();
-    }
-    if (result != IRP_KERNEL_STATUS_OK) {
-      out_failure->status = result;
-      memcpy(out_failure->workgroup_id, workgroup.workgroup_id, sizeof(workgroup.workgroup_id));
-      return IRP_RUNTIME_FAILURE;
-    }
-  }
-  return IRP_OK;
-}
-
 static irp_status_t irp_threaded_dispatch(irp_hal_device_t* base, const irp_hal_dispatch_t* dispatch,
                                           irp_hal_kernel_failure_t* out_failure, irp_diag_t* diag) {
   (void)diag;
@@ -168,7 +138,7 @@ static irp_status_t irp_threaded_dispatch(irp_hal_device_t* base, const irp_hal_
   const uint32_t* count = dispatch->state.workgroup_count;
   uint64_t total = (uint64_t)count[0] * count[1] * count[2];
   if (total <= 1 || atomic_load(&irp_fork_epoch) != device->fork_epoch) {
-    return irp_dispatch_inline(dispatch, total, out_failure);
+    return irp_hal_sync_dispatch(dispatch, out_failure);
   }
   device->dispatch = dispatch;
   device->total = total;
@@ -207,8 +177,8 @@ static irp_status_t irp_threaded_dispatch(irp_hal_device_t* base, const irp_hal_
 }
 
 static const irp_hal_device_vtable_t irp_threaded_device_vtable = {
-    .prepare_executable = irp_threaded_prepare_executable,
-    .release_executable = irp_threaded_release_executable,
+    .prepare_executable = irp_hal_cpu_prepare_executable,
+    .release_executable = irp_hal_cpu_release_executable,
     .dispatch = irp_threaded_dispatch,
 };
 

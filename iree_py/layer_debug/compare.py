@@ -71,7 +71,7 @@ class DebugReport:
         return f"{where} diverges while all its inputs match: its kernel is wrong"
 
 
-def value_error(name: str, ours: np.ndarray | None, reference: np.ndarray | None, tolerance: Tolerance) -> TensorError:
+def tensor_error(name: str, ours: np.ndarray | None, reference: np.ndarray | None, tolerance: Tolerance) -> TensorError:
     if ours is None or reference is None:
         which = "iree-py" if ours is None else "the reference"
         return TensorError(name, "", (), float("inf"), float("inf"), False, f"{which} has no value for it")
@@ -98,7 +98,7 @@ def compare_layers(layers: list[Layer], given: frozenset[str], ours: dict[str, n
     errors: dict[str, TensorError] = {}
     results = []
     for layer in layers:
-        values = tuple(value_error(name, ours.get(name), reference.get(name), tolerance) for name in layer.outputs)
+        values = tuple(tensor_error(name, ours.get(name), reference.get(name), tolerance) for name in layer.outputs)
         errors.update((v.name, v) for v in values)
         results.append(LayerResult(layer, values))
     report = DebugReport(target, device, tolerance, results)

@@ -236,13 +236,14 @@ class LocalDevice:
         if len(inputs) != len(fn.inputs):  # let the C API see (and refuse) exactly what it was given
             plan = _CallPlan(plan.index, fn, len(inputs), staging=False)
         unstaged = False  # a staged input was given something else (which the C API refuses)
-        for i, (a, staged) in enumerate(zip(inputs, plan.staged)):
+        # Inputs past the signature's are left unfilled: the C API refuses the count before it reads a view.
+        for view, dtype, a, staged in zip(plan.input_views, plan.dtypes, inputs, plan.staged):
             if staged is not None:
                 if a.shape == staged.shape and a.dtype == staged.dtype:
                     staged[...] = a
                     continue
                 unstaged = True
-            _fill_view(plan.input_views[i], plan.dtypes[i] if i < len(plan.dtypes) else 0, a)
+            _fill_view(view, dtype, a)
         status = self.lib.irp_call(self.module, plan.index, plan.inputs, len(inputs), plan.outputs, len(fn.outputs))
         if unstaged:
             plan.restage()

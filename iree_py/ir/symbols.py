@@ -229,16 +229,22 @@ def _call_bounds(atom: Call, ranges: dict[str, Interval]) -> Interval:
 
 # --- lowering to the VM --------------------------------------------------------------------------
 
+_I64 = (-(1 << 63), (1 << 63) - 1)  # a symbol's range when nothing more is known
+
+
 @dataclass
 class Emitter:
     """Emits i64 VM code for expressions; each distinct (canonical) subexpression is computed once.
     `symbol_reg` gives the register holding a symbol, `const_reg` one holding a constant, and
-    `new_reg` a fresh register; `emit(op, *operands)` appends an instruction."""
+    `new_reg` a fresh register; `emit(op, *operands)` appends an instruction. `nonnegative` says
+    which symbols cannot be negative (input dims): a division whose operands are proven
+    nonnegative or positive needs fewer instructions than the general floor."""
 
     emit_op: Callable[..., None]
     symbol_reg: Callable[[str], int]
     const_reg: Callable[[int], int]
     new_reg: Callable[[], int]
+    nonnegative: Callable[[str], bool] = lambda _: False
 
     def __post_init__(self) -> None:
         self.done: dict[str, int] = {}
@@ -249,9 +255,44 @@ class Emitter:
             self.emit_op(op, self.done[key], a, b)
         return self.done[key]
 
-    def _floordiv(self, a: int, b: int, key: str) -> int:
-        """floor(a / b) on registers: the VM divides toward zero, so subtract one when the
-        remainder is nonzero and its sign differs from the divisor's."""
+    def _bounds(self, e: Expr) -> Interval:
+        """An interval holding `e` for every value of its symbols ((-inf, inf) when a division
+        inside is by something not proven positive)."""
+        ranges = {s: (0 if self.nonnegative(s) else _I64[0], _I64[1]) for s in e.symbols}
+        try:
+            return bounds(e, ranges)
+        except ValueError:
+            return -(1 << 256), 1 << 256
+
+    def at_least(self, e: "int | str | Expr", n: int) -> bool:
+        """Whether `e >= n` is proven for every value of its symbols."""
+        e = Expr.of(e)
+        return self._bounds(e)[0] >= n
+
+    def _division(self, atom: Call, key: str) -> int:
+        """floordiv / ceildiv of registers. The VM divides toward zero, so the general floor
+        corrects the quotient when the remainder is nonzero and its sign differs from the
+        divisor's; a positive divisor needs only the remainder's sign, and a nonnegative dividend
+        over a positive divisor none."""
+        a, b = self.emit(atom.args[0]), self.emit(atom.args[1])
+        zero = self.const_reg(0)
+        if not self.at_least(atom.args[1], 1):
+            if atom.fn == "ceildiv":  # ceil(a / b) = -floor(-a / b)
+                minus_a = self._binary("sub_i64", zero, a, f"na:{key}")
+                return self._binary("sub_i64", zero, self._general_floor(minus_a, b, f"c:{key}"), key)
+            return self._general_floor(a, b, key)
+        if self.at_least(atom.args[0], 0):
+            if atom.fn == "floordiv":
+                return self._binary("div_i64", a, b, f"q:{key}")
+            # ceil(a / b) = (a + b - 1) / b
+            return self._binary("div_i64", self.emit(atom.args[0] + atom.args[1] - 1), b, key)
+        q = self._binary("div_i64", a, b, f"q:{key}")
+        r = self._binary("rem_i64", a, b, f"r:{key}")
+        if atom.fn == "floordiv":  # q - (r < 0)
+            return self._binary("sub_i64", q, self._binary("cmp_lt_i64", r, zero, f"rn:{key}"), key)
+        return self._binary("add_i64", q, self._binary("cmp_lt_i64", zero, r, f"rp:{key}"), key)  # q + (r > 0)
+
+    def _general_floor(self, a: int, b: int, key: str) -> int:
         zero = self.const_reg(0)
         q = self._binary("div_i64", a, b, f"q:{key}")
         r = self._binary("rem_i64", a, b, f"r:{key}")
@@ -265,14 +306,10 @@ class Emitter:
     def _atom(self, atom: Atom) -> int:
         if isinstance(atom, str):
             return self.symbol_reg(atom)
-        a, b = self.emit(atom.args[0]), self.emit(atom.args[1])
         key = _atom_key(atom)
-        if atom.fn == "floordiv":
-            return self._floordiv(a, b, key)
-        if atom.fn == "ceildiv":  # ceil(a / b) = -floor(-a / b)
-            zero = self.const_reg(0)
-            minus_a = self._binary("sub_i64", zero, a, f"na:{key}")
-            return self._binary("sub_i64", zero, self._floordiv(minus_a, b, f"c:{key}"), key)
+        if atom.fn in ("floordiv", "ceildiv"):
+            return self._division(atom, key)
+        a, b = self.emit(atom.args[0]), self.emit(atom.args[1])
         return self._binary(f"{atom.fn}_i64", a, b, key)
 
     def emit(self, e: "int | str | Expr") -> int:
@@ -283,6 +320,9 @@ class Emitter:
             return self.done[key]
         if e.constant is not None:
             return self.const_reg(e.constant)
+        lo, hi = self._bounds(e)
+        if lo == hi:  # max(1, min(1, n)), ceildiv(1, max(n, 1)): one value whatever the symbols
+            return self.const_reg(lo)
         total: int | None = None
         for monomial, c in e.terms:
             reg = self.const_reg(c) if not monomial else None

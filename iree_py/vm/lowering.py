@@ -73,6 +73,7 @@ class Lowerer:
     constants: list[Value] = field(default_factory=list)
     constant_index: dict[int, int] = field(default_factory=dict)
     symbol_regs: dict[str, int] = field(default_factory=dict)  # symbol -> the i64 register holding it
+    input_dim_symbols: set[str] = field(default_factory=set)   # symbols read from input dims: never negative
     pool_refs: dict[int, int] = field(default_factory=dict)    # id(pool storage) -> its buffer's ref register
     messages: list[str] = field(default_factory=list)
     graph: Graph | None = None
@@ -81,7 +82,8 @@ class Lowerer:
     seq_refs: dict[int, int] = field(default_factory=dict)     # id(sequence value) -> the ref register of its block
 
     def __post_init__(self) -> None:
-        self.dims = Emitter(self.code.emit, self.symbol_reg, self.int_reg, self.new_int)
+        self.dims = Emitter(self.code.emit, self.symbol_reg, self.int_reg, self.new_int,
+                            nonnegative=self.input_dim_symbols.__contains__)
 
     def symbol_reg(self, name: str) -> int:
         if name not in self.symbol_regs:
@@ -214,10 +216,12 @@ class Lowerer:
             length = self.dim_reg(storage.length)
             # Sizes computed from run-time values can come out negative (e.g. an output_shape smaller
             # than the data): name the node and the value rather than let the pool refuse a bare size.
-            non_negative = self.new_int()
-            self.code.emit("cmp_le_i64", non_negative, self.int_reg(0), length)
-            self.code.emit("check", non_negative, self.message_code(
-                f"node '{node.name}' (op {node.op}): result {out.name} ({out.type}) would have a negative size"))
+            # A size proven nonnegative (a product of input dims) needs no check.
+            if not self.dims.at_least(storage.length, 0):
+                non_negative = self.new_int()
+                self.code.emit("cmp_le_i64", non_negative, self.int_reg(0), length)
+                self.code.emit("check", non_negative, self.message_code(
+                    f"node '{node.name}' (op {node.op}): result {out.name} ({out.type}) would have a negative size"))
             r = self.new_ref()
             self.code.emit("buffer_alloc", r, length)
             self.pool_refs[id(storage)] = r
@@ -300,6 +304,7 @@ def lower_graph(graph: Graph, dispatches: list[Dispatch], entry_of: list[int], k
         if d.symbol is None:
             raise CompileError(f"input {v.name} dim {axis} is {d}: an input dim must be a number or a symbol name")
         lowerer.symbol_regs.setdefault(d.symbol, reg)
+        lowerer.input_dim_symbols.add(d.symbol)
     _check_bounds(lowerer, dim_bounds or {})
     for i, v in enumerate(graph.inputs):
         if is_sequence(v.type):

@@ -3,6 +3,7 @@ same values as `evaluate` (run by the C runtime)."""
 from __future__ import annotations
 
 import itertools
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -56,7 +57,8 @@ EXPRESSIONS = [
 ]
 
 
-def run_expressions(exprs: list[Expr], n: int, s: int) -> list[int]:
+def run_expressions(exprs: list[Expr], n: int, s: int,
+                    nonnegative: Callable[[str], bool] = lambda _: False) -> list[int]:
     """main(x: i64[2] = [N, S]) -> y: i64[len(exprs)]: each expression computed by VM code."""
     code = BytecodeBuilder()
     count = [3]  # registers 0, 1: N and S; 2: scratch
@@ -75,7 +77,7 @@ def run_expressions(exprs: list[Expr], n: int, s: int) -> list[int]:
     for i in range(2):
         code.emit("const_i64", 2, 8 * i)
         code.emit("buffer_load_i64", i, 0, 2)
-    emitter = Emitter(code.emit, {"N": 0, "S": 1}.__getitem__, const_reg, new_reg)
+    emitter = Emitter(code.emit, {"N": 0, "S": 1}.__getitem__, const_reg, new_reg, nonnegative)
     for i, e in enumerate(exprs):
         result = emitter.emit(e)
         code.emit("const_i64", 2, 8 * i)
@@ -83,13 +85,49 @@ def run_expressions(exprs: list[Expr], n: int, s: int) -> list[int]:
     code.emit("ret", [1])
     fn = Function("main", [TensorSig("x", DType.i64, (2,))], [TensorSig("y", DType.i64, (len(exprs),))],
                   count[0] + 1, 2, code.finish())
-    module = iree_py.load(write_module(Module("sym", [fn], memory_plan=MemoryPlan(64))))
+    module = iree_py.load(write_module(Module("sym", [fn], memory_plan=MemoryPlan(max(64, 8 * len(exprs))))))
     return module.main(np.array([n, s], np.int64)).tolist()
 
 
 @pytest.mark.parametrize("n,s", list(itertools.product([-5, 0, 1, 7, 12], [-3, 1, 4, 9])))
 def test_vm_code_computes_what_evaluate_does(n, s):
     assert run_expressions(EXPRESSIONS, n, s) == [evaluate(e, {"N": n, "S": s}) for e in EXPRESSIONS]
+
+
+# divisions whose operands are proven nonnegative (N >= 0) or positive take the short forms
+DIVISIONS = [
+    call("floordiv", N + 2, 3),            # nonnegative / constant: one div
+    call("ceildiv", N, 4),                 # (N + 3) / 4
+    call("floordiv", N - 7, 3),            # any sign / positive: q - (r < 0)
+    call("ceildiv", N - 7, 3),             # q + (r > 0)
+    call("floordiv", S, call("max", N, 1)),  # divisor max(N, 1) >= 1
+    call("ceildiv", S - N, call("max", N + 1, 2)),
+    call("floordiv", S * N - 5, 7) - call("ceildiv", 2 * N + 1, 5),
+]
+
+
+@pytest.mark.parametrize("n,s", list(itertools.product([0, 1, 6, 7, 12], [-9, -3, 0, 1, 4, 9])))
+def test_short_divisions_compute_what_evaluate_does(n, s):
+    got = run_expressions(DIVISIONS + EXPRESSIONS, n, s, nonnegative={"N"}.__contains__)
+    assert got == [evaluate(e, {"N": n, "S": s}) for e in DIVISIONS + EXPRESSIONS]
+
+
+def count_ops(e: Expr, nonnegative: Callable[[str], bool]) -> list[str]:
+    ops: list[str] = []
+    emitter = Emitter(lambda op, *args: ops.append(op), {"N": 0, "S": 1}.__getitem__, lambda v: 100 + v,
+                      lambda: 200 + len(ops), nonnegative)
+    emitter.emit(e)
+    return ops
+
+
+def test_proven_signs_shorten_division():
+    nonneg = {"N"}.__contains__
+    assert count_ops(call("floordiv", N + 2, 3), nonneg) == ["add_i64", "div_i64"]
+    assert count_ops(call("ceildiv", N, 4), nonneg) == ["add_i64", "div_i64"]
+    assert count_ops(call("floordiv", N - 7, 3), nonneg) == ["add_i64", "div_i64", "rem_i64", "cmp_lt_i64",
+                                                            "sub_i64"]
+    assert len(count_ops(call("floordiv", N + 2, 3), lambda _: False)) == 5  # N may be negative: q - (r < 0)
+    assert len(count_ops(call("floordiv", S, N), nonneg)) == 8  # N may be 0: not proven positive
 
 
 def test_shared_subexpressions_are_emitted_once():

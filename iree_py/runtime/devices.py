@@ -49,9 +49,10 @@ def module_image(source: bytes | Path) -> np.ndarray:
     return image
 
 
-# An input of a static shape up to this size is copied into a buffer of the call plan whose address
-# the plan's C view already holds: copying 16 KiB costs less than asking numpy for an array's address
-# (about 0.9 us), which is most of a small model's call. Larger inputs are passed in place.
+# An input up to this size is copied into a buffer of the call plan whose address the plan's C view
+# already holds: copying 16 KiB costs less than asking numpy for an array's address (about 0.9 us),
+# which is most of a small model's call. A dynamic input's buffer is made again when its shape
+# changes. Larger inputs are passed in place.
 STAGED_INPUT_BYTES = 16384
 
 
@@ -73,13 +74,27 @@ class _CallPlan:
         self.dtypes = [sig.dtype.module_code for sig in fn.inputs]
         self.output_dtypes = [sig.dtype.numpy for sig in fn.outputs]
         self.staged: list[np.ndarray | None] = [None] * input_count
+        # per input, the dtype a dynamic input is staged in when a call gives it a new shape
+        self.resized_dtypes: list[np.dtype | None] = [None] * input_count
         if staging:
             for i, sig in enumerate(fn.inputs):
-                if (not sig.is_dynamic and sig.dtype is not DType.string
-                        and sig.dtype.numpy.itemsize * prod(sig.shape) <= STAGED_INPUT_BYTES):
+                if sig.dtype is DType.string:
+                    continue
+                if sig.is_dynamic:
+                    self.resized_dtypes[i] = np.dtype(sig.dtype.numpy)
+                elif sig.dtype.numpy.itemsize * prod(sig.shape) <= STAGED_INPUT_BYTES:
                     self.staged[i] = np.zeros(sig.shape, dtype=sig.dtype.numpy)
                     _fill_view(self.input_views[i], self.dtypes[i], self.staged[i])
         self.arena_outputs: list[tuple[int, int, tuple[int, ...], np.ndarray] | None] = [None] * len(fn.outputs)
+
+    def stage_resized(self, i: int, a: np.ndarray) -> bool:
+        """Stages dynamic input `i` in a new buffer of `a`'s shape holding a copy of `a` (the next
+        calls of this shape copy into it); False where `a` is not staged (too large, another dtype)."""
+        if self.resized_dtypes[i] != a.dtype or a.nbytes > STAGED_INPUT_BYTES:
+            return False
+        self.staged[i] = np.array(a, order="C")
+        _fill_view(self.input_views[i], self.dtypes[i], self.staged[i])
+        return True
 
     def restage(self) -> None:
         """Points the staged inputs' views back at their buffers (after a call that passed others)."""
@@ -237,12 +252,13 @@ class LocalDevice:
             plan = _CallPlan(plan.index, fn, len(inputs), staging=False)
         unstaged = False  # a staged input was given something else (which the C API refuses)
         # Inputs past the signature's are left unfilled: the C API refuses the count before it reads a view.
-        for view, dtype, a, staged in zip(plan.input_views, plan.dtypes, inputs, plan.staged):
-            if staged is not None:
-                if a.shape == staged.shape and a.dtype == staged.dtype:
-                    staged[...] = a
-                    continue
-                unstaged = True
+        for i, (view, dtype, a, staged) in enumerate(zip(plan.input_views, plan.dtypes, inputs, plan.staged)):
+            if staged is not None and a.shape == staged.shape and a.dtype == staged.dtype:
+                staged[...] = a
+                continue
+            if plan.resized_dtypes[i] is not None and plan.stage_resized(i, a):
+                continue
+            unstaged = unstaged or staged is not None
             _fill_view(view, dtype, a)
         status = self.lib.irp_call(self.module, plan.index, plan.inputs, len(inputs), plan.outputs, len(fn.outputs))
         if unstaged:

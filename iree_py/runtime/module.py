@@ -11,16 +11,27 @@ from iree_py.module.model import Function, Module, TensorSig
 from iree_py.module.reader import read_module
 from iree_py.errors import IreePyError
 from iree_py.runtime.devices import module_image, open_device
-from iree_py.runtime.signature import check_inputs, plain_static_inputs, type_text
+from iree_py.runtime.signature import check_inputs, plain_inputs, type_text
 
 
-def _passes_as_is(args: tuple, exact: list[tuple[np.dtype, tuple[int, ...]]] | None) -> bool:
-    """Whether every argument is a C-contiguous array of exactly its input's dtype and shape."""
-    if exact is None or len(args) != len(exact):
+def _passes_as_is(args: tuple, plain: list[tuple[np.dtype, tuple[int, ...], tuple[int, ...] | None]] | None) -> bool:
+    """Whether every argument is a C-contiguous array of exactly its input's dtype and a shape
+    that matches (every dim of a static input; the rank and the fixed axes of a dynamic one)."""
+    if plain is None or len(args) != len(plain):
         return False
-    for a, (dtype, shape) in zip(args, exact):
-        if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape or not a.flags.c_contiguous:
+    for a, (dtype, shape, fixed_axes) in zip(args, plain):
+        if type(a) is not np.ndarray or a.dtype != dtype or not a.flags.c_contiguous:
             return False
+        if fixed_axes is None:
+            if a.shape != shape:
+                return False
+        else:
+            given = a.shape
+            if len(given) != len(shape):
+                return False
+            for i in fixed_axes:
+                if given[i] != shape[i]:
+                    return False
     return True
 
 
@@ -29,10 +40,10 @@ class LoadedFunction:
         self._loaded = loaded
         self.signature = fn
         self.__name__ = fn.name
-        # Inputs a plain C-contiguous array of this exact dtype and shape passes as it is, without
-        # check_inputs (which says what is wrong with anything else); None where one is dynamic,
-        # a string tensor or a sequence.
-        self._exact_inputs = plain_static_inputs(fn)
+        # Inputs a plain C-contiguous array of this exact dtype and a matching shape passes as it
+        # is, without check_inputs (which says what is wrong with anything else); None where one
+        # is a string tensor or a sequence.
+        self._plain_inputs = plain_inputs(fn)
         self._unpacks_outputs = any(sequence_layout.is_packed(sig) for sig in fn.outputs)
 
     @property
@@ -60,7 +71,7 @@ class LoadedFunction:
         """Always a list, whatever the number of outputs. A sequence input takes a list of arrays,
         an optional one also None; such outputs come back as lists / None (docs/sequences.md)."""
         fn = self.signature
-        exact = _passes_as_is(args, self._exact_inputs)
+        exact = _passes_as_is(args, self._plain_inputs)
         outputs = self._loaded.device.call(fn, list(args) if exact else check_inputs(fn, args))
         if not self._unpacks_outputs:
             return outputs

@@ -68,13 +68,16 @@ def check_inputs(fn: Function, args: tuple) -> list[np.ndarray | PackedStrings]:
     return arrays
 
 
-def plain_static_inputs(fn: Function) -> list[tuple[np.dtype, tuple[int, ...]]] | None:
-    """Each input's numpy dtype and shape when every input is a plain tensor of a static shape (not a
-    string tensor, not a sequence); None otherwise. An array that matches its entry exactly, and is
-    C-contiguous, is what check_inputs would pass on unchanged."""
-    if any(sig.is_dynamic or sig.dtype == DType.string or sequence_layout.is_packed(sig) for sig in fn.inputs):
+def plain_inputs(fn: Function) -> list[tuple[np.dtype, tuple[int, ...], tuple[int, ...] | None]] | None:
+    """Per input its numpy dtype, its shape, and (for a dynamic one) the axes whose size is fixed,
+    when every input is a plain tensor (not a string tensor, not a sequence); None otherwise. A
+    C-contiguous array of that dtype whose shape matches is what check_inputs would pass on
+    unchanged (same-named dynamic dims are the runtime's check)."""
+    if any(sig.dtype == DType.string or sequence_layout.is_packed(sig) for sig in fn.inputs):
         return None
-    return [(sig.dtype.numpy, tuple(sig.shape)) for sig in fn.inputs]
+    return [(sig.dtype.numpy, tuple(sig.shape),
+             tuple(a for a, d in enumerate(sig.shape) if d != DYNAMIC_DIM) if sig.is_dynamic else None)
+            for sig in fn.inputs]
 
 
 def _check_shape(fn: Function, i: int, sig: TensorSig, a: np.ndarray) -> None:

@@ -166,6 +166,8 @@ class Lowerer:
     def _dynamic_view(self, storage: Storage, plan: MemoryPlanResult, offset: int, length: "int | Expr") -> int:
         """A view of `length` bytes at `offset` in a storage with a run-time size: inside its pool
         block, or inside its (upper-bound) arena slot."""
+        if storage.pool and offset == 0 and Expr.of(length) == Expr.of(storage.length):
+            return self.pool_refs[id(storage)]  # the whole block: its own ref, no subview
         r = self.new_ref()
         if storage.pool:
             parent, start = self.pool_refs[id(storage)], offset

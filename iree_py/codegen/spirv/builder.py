@@ -36,6 +36,7 @@ TYPES: dict[str, tuple[str, int, bool, str, str]] = {
     "i32": ("int", 32, True, "", ""),
     "u32": ("int", 32, False, "", ""),
     "i64": ("int", 64, True, "Int64", ""),
+    "u64": ("int", 64, False, "Int64", ""),
     "u8": ("int", 8, False, "StorageBuffer8BitAccess", "SPV_KHR_8bit_storage"),
     "u16": ("int", 16, False, "StorageBuffer16BitAccess", "SPV_KHR_16bit_storage"),
     "f16": ("float", 16, True, "StorageBuffer16BitAccess", "SPV_KHR_16bit_storage"),

@@ -54,11 +54,19 @@ def _guarded_divide(b: KernelBuilder, x: Value, y: Value, s: Scalar, remainder: 
     unsafe = b.logical_or(by_zero, by_minus_one)
     safe = b.select(unsafe, b.const(1, ty), y)
     if remainder:
-        r = b.op("OpSRem" if s.signed else "OpUMod", ty, x, safe)
+        r = b.op("OpSRem", ty, x, safe) if s.signed else _unsigned(b, "OpUMod", x, safe)
         return b.select(unsafe, b.const(0, ty), r)
-    q = b.op("OpSDiv" if s.signed else "OpUDiv", ty, x, safe)
+    q = b.op("OpSDiv", ty, x, safe) if s.signed else _unsigned(b, "OpUDiv", x, safe)
     q = b.select(by_minus_one, -x, q)  # -INT_MIN wraps to INT_MIN
     return b.select(by_zero, b.const(0, ty), q)
+
+
+def _unsigned(b: KernelBuilder, opname: str, x: Value, y: Value) -> Value:
+    """OpUDiv / OpUMod: SPIR-V wants an unsigned result type, so the operands (held in the signed
+    type of their width) are bitcast to the unsigned one and the result back."""
+    unsigned = {"i32": "u32", "i64": "u64"}[x.ty]
+    ux, uy = b.op("OpBitcast", unsigned, x), b.op("OpBitcast", unsigned, y)
+    return b.op("OpBitcast", x.ty, b.op(opname, unsigned, ux, uy))
 
 
 def _floor_mod(b: KernelBuilder, x: Value, y: Value, s: Scalar) -> Value:

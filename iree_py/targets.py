@@ -48,6 +48,10 @@ class Target:
     subgroup_size: int = 0
     storage_buffer_offset_alignment: int = 0  # minStorageBufferOffsetAlignment the driver binds at
     max_storage_buffer_range: int = 0         # bytes one binding may span
+    # device features shaders may use (the driver checks the device has them at load)
+    shader_int64: bool = False          # 64-bit integers (SPIR-V Int64): i64/u64 elementwise
+    storage_buffer_8bit: bool = False   # 1-byte buffer elements (StorageBuffer8BitAccess): bool, i8, u8
+    storage_buffer_16bit: bool = False  # 2-byte buffer elements (StorageBuffer16BitAccess): f16, i16, u16
 
     @property
     def vector_lanes_f32(self) -> int:

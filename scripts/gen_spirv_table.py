@@ -25,9 +25,15 @@ OPCODES = (
     "OpFOrdGreaterThan", "OpFOrdGreaterThanEqual", "OpFUnordNotEqual", "OpLogicalAnd", "OpLogicalOr",
     "OpLogicalNot", "OpSelect", "OpIsNan", "OpIsInf", "OpLoopMerge", "OpSelectionMerge", "OpBranch",
     "OpBranchConditional",
+    # typed elementwise (codegen/spirv/typed_math.py): 8/16/64-bit integers, unsigned ops, conversions
+    "OpExtension", "OpConstantComposite", "OpSConvert", "OpUConvert", "OpFConvert", "OpConvertUToF",
+    "OpConvertFToU", "OpUDiv", "OpUMod", "OpULessThan", "OpULessThanEqual", "OpUGreaterThan",
+    "OpUGreaterThanEqual", "OpShiftLeftLogical", "OpShiftRightLogical", "OpShiftRightArithmetic",
+    "OpLogicalEqual", "OpLogicalNotEqual", "OpFOrdNotEqual", "OpFUnordEqual", "OpQuantizeToF16",
 )
 ENUMS = {
-    "Capability": ("Shader",),
+    "Capability": ("Shader", "Int64", "Int16", "Int8", "Float16", "StorageBuffer8BitAccess",
+                   "StorageBuffer16BitAccess"),
     "AddressingModel": ("Logical",),
     "MemoryModel": ("GLSL450",),
     "ExecutionModel": ("GLCompute",),

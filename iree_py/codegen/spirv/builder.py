@@ -10,9 +10,12 @@ The shader's interface (docs/vulkan.md):
 - workgroups of `local_size` x 1 x 1 invocations; kernels loop over their work with a grid stride,
   so any grid the limits allow covers any size.
 
-Values are `Value`s: a result id and a type ("f32", "i32" or "bool"), with Python operators for
-arithmetic and ordering comparisons, so a kernel reads like the formula it computes. Indices are
-signed 32-bit (window arithmetic goes below zero); every size a kernel handles is < 2**31.
+Values are `Value`s: a result id and a type name (TYPES: "f32", "i32", "u32", "i64", "bool"; the
+storage-only "u8", "u16" and "f16" of 1- and 2-byte buffers), with Python operators for arithmetic
+and signed ordering comparisons, so a kernel reads like the formula it computes. Indices are
+signed 32-bit (window arithmetic goes below zero); every size a kernel handles is < 2**31. A type
+past 32-bit scalars declares its capability (and extension) the first time a shader uses it, so a
+shader asks the device only for what it needs (the driver checks the features at load).
 """
 from __future__ import annotations
 
@@ -26,7 +29,41 @@ from iree_py.codegen.spirv.spirv_table import (ADDRESSINGMODEL, BUILTIN, CAPABIL
 from iree_py.codegen.spirv.writer import SpirvModule, encode_instruction, f32_bits
 from iree_py.ir.symbols import Call, Expr
 
-ELEMENT_TYPES = ("f32", "i32")
+ELEMENT_TYPES = ("f32", "i32", "u32", "i64", "u8", "u16", "f16")
+# name -> (OpTypeInt/OpTypeFloat, bits, signed, capability, extension); bool is OpTypeBool.
+TYPES: dict[str, tuple[str, int, bool, str, str]] = {
+    "f32": ("float", 32, True, "", ""),
+    "i32": ("int", 32, True, "", ""),
+    "u32": ("int", 32, False, "", ""),
+    "i64": ("int", 64, True, "Int64", ""),
+    "u64": ("int", 64, False, "Int64", ""),
+    "u8": ("int", 8, False, "StorageBuffer8BitAccess", "SPV_KHR_8bit_storage"),
+    "u16": ("int", 16, False, "StorageBuffer16BitAccess", "SPV_KHR_16bit_storage"),
+    "f16": ("float", 16, True, "StorageBuffer16BitAccess", "SPV_KHR_16bit_storage"),
+}
+
+
+def element_bytes(ty: str) -> int:
+    return TYPES[ty][1] // 8
+
+
+class _Types(dict):
+    """Type name -> id, each type declared (with its capability) on first use."""
+
+    def __init__(self, module: SpirvModule) -> None:
+        super().__init__()
+        self.module = module
+
+    def __missing__(self, name: str) -> int:
+        m = self.module
+        if name == "bool":
+            self[name] = m.type_bool()
+            return self[name]
+        kind, bits, signed, capability, extension = TYPES[name]
+        if capability:
+            m.require(capability, extension)
+        self[name] = m.type_float(bits) if kind == "float" else m.type_int(bits, signed)
+        return self[name]
 
 
 class Value:
@@ -88,9 +125,8 @@ class KernelBuilder:
         self.glsl = m.new_id()
         m.emit("imports", "OpExtInstImport", self.glsl, "GLSL.std.450")
         m.emit("memory_model", "OpMemoryModel", ADDRESSINGMODEL["Logical"], MEMORYMODEL["GLSL450"])
-        self.types = {"f32": m.type_float(32), "i32": m.type_int(32, True), "bool": m.type_bool()}
-        u32 = m.type_int(32, False)
-        self.types["u32"] = u32
+        self.types = _Types(m)
+        u32 = self.types["u32"]
         uvec3 = m.type_vector(u32, 3)
         self._bindings = [self._storage_buffer(i, t, w) for i, (t, w) in enumerate(zip(element_types, writable))]
         self._element_types = list(element_types)
@@ -105,7 +141,7 @@ class KernelBuilder:
         self._body: list[int] = []
         self._function_type = m.type_function(void)
         # Everything read once, at the top of the entry block, so it dominates the whole function.
-        self.binding_offsets = [self._push_word(i) for i in range(len(element_types))]
+        self.binding_offsets = [self._element_offset(self._push_word(i), t) for i, t in enumerate(element_types)]
         self.symbol_values = {s: self._push_word(len(element_types) + i) for i, s in enumerate(symbols)}
         self.invocation = self._uvec3_x(self._gid)
         self.invocation_stride = self._uvec3_x(self._nwg) * local_size
@@ -116,7 +152,8 @@ class KernelBuilder:
 
     def _storage_buffer(self, index: int, element: str, writable: bool) -> int:
         m = self.m
-        array = m.type_runtime_array(self.types[element], 4, lambda t, s: self._decorate(t, "ArrayStride", s))
+        array = m.type_runtime_array(self.types[element], element_bytes(element),
+                                     lambda t, s: self._decorate(t, "ArrayStride", s))
         block = m.type_struct(array)
         self._decorate(block, "Block")
         m.emit("decorations", "OpMemberDecorate", block, 0, DECORATION["Offset"], 0)
@@ -157,6 +194,12 @@ class KernelBuilder:
         self.instr("OpLoad", self.types["u32"], word, address)
         return self.op("OpBitcast", "i32", Value(self, word, "u32"))
 
+    def _element_offset(self, word: Value, element: str) -> Value:
+        """The driver's offset in 32-bit words as elements of the binding's type (tensors start
+        64-byte aligned, so an 8-byte element's offset is a whole number of elements)."""
+        size = element_bytes(element)
+        return word if size == 4 else word / 2 if size == 8 else word * (4 // size)
+
     def _uvec3_x(self, var: int) -> Value:
         uvec3 = self.m.type_vector(self.types["u32"], 3)
         vector, x = self.m.new_id(), self.m.new_id()
@@ -176,6 +219,14 @@ class KernelBuilder:
     def int(self, value: int) -> Value:
         return Value(self, self.m.constant(self.types["i32"], int(value)), "i32")
 
+    def const(self, value: "int | float | bool", ty: str) -> Value:
+        """A constant of any register type (an integer's value wraps to its width)."""
+        if ty == "f32":
+            return self.float(value)
+        if ty == "bool":
+            return self.bool(bool(value))
+        return Value(self, self.m.constant_wide(self.types[ty], int(value), TYPES[ty][1]), ty)
+
     def float(self, value: float) -> Value:
         return Value(self, self.m.constant(self.types["f32"], f32_bits(float(value))), "f32")
 
@@ -187,7 +238,7 @@ class KernelBuilder:
             if value.ty != ty:
                 raise TypeError(f"{value.ty} value where {ty} is expected")
             return value
-        return self.float(value) if ty == "f32" else self.int(value)
+        return self.const(value, ty)
 
     def ext(self, name: str, *args: Value) -> Value:
         """A GLSL.std.450 instruction on f32 values."""
@@ -312,6 +363,11 @@ class KernelBuilder:
             yield index
 
     # --- output --------------------------------------------------------------------------------
+    @property
+    def capabilities(self) -> set[str]:
+        """The capabilities past Shader that the shader declares (the device features it needs)."""
+        return self.m.capabilities
+
     def finish(self) -> bytes:
         m = self.m
         m.emit("entry_points", "OpEntryPoint", EXECUTIONMODEL["GLCompute"], self._main, self.name, self._gid,

@@ -1,61 +1,63 @@
-"""Elementwise kernels: an Expr over inputs broadcast numpy-style to the output (f32), and expand
-(one input broadcast to the output's shape, any 4-byte dtype: bits copied). One invocation per
-output element."""
+"""Elementwise kernels: an Expr over inputs broadcast numpy-style to the output, each tensor and
+step in its own dtype (scalars.py says how each is stored and computed, typed_math.py computes the
+steps), and expand (one input broadcast to the output's shape, any 4-byte dtype: bits copied). One
+invocation per output element."""
 from __future__ import annotations
 
-from iree_py.codegen.kernel_spec import KernelSpec
+from iree_py.codegen.kernel_spec import ExprStep, KernelSpec
 from iree_py.codegen.spirv.builder import KernelBuilder, Value
 from iree_py.codegen.spirv.indexing import Dim, broadcast_index, dims, product, unravel
-from iree_py.codegen.spirv.intmath import INT_BINARY, INT_UNARY
-from iree_py.codegen.spirv.math import BINARY, UNARY, binary, unary
+from iree_py.codegen.spirv.scalars import SCALARS, Scalar, load, scalar, store
+from iree_py.codegen.spirv.typed_math import UnsupportedStep, emit_step
 from iree_py.ir.types import DType
 
 
-def is_int_expr(spec: KernelSpec) -> bool:
-    """Every tensor and step of the expression is i32 (computed by intmath.py)."""
-    return (all(t.dtype == DType.i32 for t in (*spec.inputs, *spec.outputs))
-            and all(step.dtype in (None, DType.i32) for step in spec.attrs["expr"].steps))
+def tensor_scalars(spec: KernelSpec) -> list[Scalar]:
+    """The scalar type of every binding (inputs then outputs); UnsupportedStep for a dtype this
+    backend has no storage for."""
+    for t in (*spec.inputs, *spec.outputs):
+        if t.dtype not in SCALARS:
+            raise UnsupportedStep(f"dtype {t.dtype.value} (elementwise takes "
+                                  f"{', '.join(d.value for d in SCALARS)})")
+    return [scalar(t.dtype) for t in (*spec.inputs, *spec.outputs)]
 
 
-def supports_expr(spec: KernelSpec) -> str | None:
-    """Why the expression cannot be built here (None: it can)."""
-    if is_int_expr(spec):
-        for step in spec.attrs["expr"].steps:
-            if step.op not in INT_UNARY and step.op not in INT_BINARY:
-                return (f"i32 elementwise op {step.op} (the spirv backend computes "
-                        f"{', '.join(sorted({*INT_UNARY, *INT_BINARY}))} on i32)")
-        return None
-    for step in spec.attrs["expr"].steps:
-        if step.op not in UNARY and step.op not in BINARY:
-            return f"elementwise op {step.op} (the spirv backend computes {', '.join(sorted({*UNARY, *BINARY}))})"
-    return None
+def _step_dtype(step: ExprStep, arg_dtypes: list[DType]) -> DType:
+    if step.dtype is not None:
+        return step.dtype
+    return arg_dtypes[1] if step.op == "Where" else arg_dtypes[0]
 
 
 def build_elementwise(b: KernelBuilder, spec: KernelSpec) -> Dim:
+    types = tensor_scalars(spec)
     out_shape = dims(spec.outputs[0])
     total = product(out_shape)
-    integer = is_int_expr(spec)
+    steps = spec.attrs["expr"].steps
     with b.for_each(total) as index:
         coords = unravel(b, index, out_shape)
         loaded: dict[int, Value] = {}
-        results: list[Value] = []
+        results: list[tuple[Value, DType]] = []
 
-        def arg(kind: str, i: int) -> Value:
+        def arg(kind: str, i: int) -> tuple[Value, DType]:
             if kind == "step":
                 return results[i]
             if i not in loaded:
-                loaded[i] = b.load(i, broadcast_index(b, coords, dims(spec.inputs[i])))
-            return loaded[i]
+                loaded[i] = load(b, i, broadcast_index(b, coords, dims(spec.inputs[i])), types[i])
+            return loaded[i], spec.inputs[i].dtype
 
-        for step in spec.attrs["expr"].steps:
-            args = [arg(kind, i) for kind, i in step.args]
-            if integer:
-                results.append(INT_UNARY[step.op](b, args[0]) if len(args) == 1
-                               else INT_BINARY[step.op](b, args[0], args[1]))
-            else:
-                results.append(unary(b, step.op, args[0], step.attrs) if len(args) == 1
-                               else binary(b, step.op, args[0], args[1]))
-        b.store(len(spec.inputs), index, results[-1])
+        for number, step in enumerate(steps):
+            values, dtypes = zip(*(arg(kind, i) for kind, i in step.args))
+            dtype = _step_dtype(step, list(dtypes))
+            if dtype not in SCALARS:
+                raise UnsupportedStep(f"a {step.op} step of dtype {dtype.value}")
+            value = emit_step(b, step.op, dict(step.attrs), list(values), [scalar(d) for d in dtypes], scalar(dtype))
+            if step.op == "Cast" and dtype == DType.f16 and dtypes[0] != DType.f16 and number + 1 < len(steps):
+                value = b.op("OpQuantizeToF16", "f32", value)  # rounded where later steps read it; stores round
+            results.append((value, dtype))
+        value, dtype = results[-1]
+        if dtype != spec.outputs[0].dtype:
+            raise UnsupportedStep(f"an expression of dtype {dtype.value} stored as {spec.outputs[0].dtype.value}")
+        store(b, len(spec.inputs), index, value, types[-1])
     return total
 
 

@@ -9,7 +9,7 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.spirv.builder import KernelBuilder
 from iree_py.codegen.spirv.conv import build_conv2d
 from iree_py.codegen.spirv.data_movement import build_concat, build_slice, build_transpose
-from iree_py.codegen.spirv.elementwise import build_elementwise, build_expand, is_int_expr
+from iree_py.codegen.spirv.elementwise import build_elementwise, build_expand, tensor_scalars
 from iree_py.codegen.spirv.gather_pad import build_gather, build_pad
 from iree_py.codegen.spirv.indexing import Dim
 from iree_py.codegen.spirv.matmul import build_matmul
@@ -78,19 +78,25 @@ def kernel_symbols(spec: KernelSpec) -> tuple[str, ...]:
     return tuple(sorted(set().union(*(t.symbols for t in (*spec.inputs, *spec.outputs)))))
 
 
-def element_type(spec: KernelSpec) -> str:
-    if spec.kind == "elementwise" and is_int_expr(spec):
-        return "i32"
-    return "i32" if spec.kind in DATA_MOVEMENT else "f32"
+def element_types(spec: KernelSpec) -> list[str]:
+    """Each binding's storage element type: elementwise tensors by dtype (scalars.py), data
+    movement through int words, the rest f32."""
+    if spec.kind == "elementwise":
+        return [s.storage for s in tensor_scalars(spec)]
+    return [("i32" if spec.kind in DATA_MOVEMENT else "f32")] * (len(spec.inputs) + len(spec.outputs))
+
+
+def start_kernel(spec: KernelSpec, target: Target) -> tuple[KernelBuilder, Dim]:
+    """The builder with the spec's shader body written, and the work items it covers."""
+    writable = [False] * len(spec.inputs) + [True] * len(spec.outputs)
+    b = KernelBuilder(spec.name, element_types(spec), writable, kernel_symbols(spec), target.workgroup_size)
+    return b, KERNEL_BUILDERS[spec.kind](b, spec)
 
 
 def build_kernel(spec: KernelSpec, target: Target) -> tuple[bytes, KernelInfo]:
     original, spec = spec, words_spec(spec)
     symbols = kernel_symbols(spec)
-    bindings = len(spec.inputs) + len(spec.outputs)
-    writable = [False] * len(spec.inputs) + [True] * len(spec.outputs)
-    b = KernelBuilder(spec.name, [element_type(spec)] * bindings, writable, symbols, target.workgroup_size)
-    work = KERNEL_BUILDERS[spec.kind](b, spec)
+    b, work = start_kernel(spec, target)
     groups = dim(call("min", call("ceildiv", work, target.workgroup_size), target.max_workgroup_count))
     info = KernelInfo(spec.name, (groups, 1, 1), tuple(Expr.of(s) for s in symbols),
                       tuple(dim(t.byte_count) for t in (*original.inputs, *original.outputs)))

@@ -3,12 +3,18 @@ naming the node when this backend cannot build it — never a fallback to anothe
 from __future__ import annotations
 
 from iree_py.codegen.dispatch import Dispatch
-from iree_py.codegen.spirv.elementwise import is_int_expr, supports_expr
-from iree_py.codegen.spirv.kernels import DATA_MOVEMENT, EIGHT_BYTE_DTYPES, FOUR_BYTE_DTYPES, KERNEL_BUILDERS, kernel_symbols
+from iree_py.codegen.spirv.kernels import (DATA_MOVEMENT, EIGHT_BYTE_DTYPES, FOUR_BYTE_DTYPES, KERNEL_BUILDERS,
+                                           kernel_symbols, start_kernel)
 from iree_py.codegen.spirv.math import BINARY, UNARY
+from iree_py.codegen.spirv.typed_math import UnsupportedStep
 from iree_py.errors import CompileError
+from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.ir.types import DType
 from iree_py.targets import Target
+
+# A capability a shader declares -> the target flag that grants it (targets/vulkan.toml).
+CAPABILITY_FLAGS = {"Int64": "shader_int64", "StorageBuffer8BitAccess": "storage_buffer_8bit",
+                    "StorageBuffer16BitAccess": "storage_buffer_16bit"}
 
 
 def plan(dispatch: Dispatch, target: Target) -> Dispatch:
@@ -33,13 +39,15 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
         checked.pop(1)
     if spec.kind == "pad" and spec.attrs["mode"] not in ("constant", "edge", "reflect", "symmetric", "wrap"):
         return f"pad mode {spec.attrs['mode']}"
-    if spec.kind == "elementwise" and is_int_expr(spec):
-        checked = []  # i32 throughout: intmath.py (supports_expr names an op it lacks)
+    if spec.kind == "elementwise":
+        checked = []  # each dtype as scalars.py stores it: elementwise_refusal tries the build
     for t in checked:
         if t.dtype not in allowed:
             return f"dtype {t.dtype.value} (it takes {', '.join(d.value for d in allowed)})"
     if spec.kind == "elementwise":
-        return supports_expr(spec)
+        why = elementwise_refusal(spec, target)
+        if why is not None:
+            return why
     for op in spec.epilogue:
         if op.op not in UNARY and op.op not in BINARY:
             return f"epilogue op {op.op}"
@@ -51,4 +59,18 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
     if words * 4 > target.push_constant_bytes:
         return (f"{words} push constant words (one per binding and symbol) exceed the target's "
                 f"{target.push_constant_bytes} bytes")
+    return None
+
+
+def elementwise_refusal(spec: KernelSpec, target: Target) -> str | None:
+    """Why the typed elementwise kernel cannot be built for the target: a dtype or step the
+    backend lacks (found by building it), or a capability the target's flags do not grant."""
+    try:
+        b, _ = start_kernel(spec, target)
+    except UnsupportedStep as e:
+        return f"elementwise {e}"
+    for capability in sorted(b.capabilities):
+        flag = CAPABILITY_FLAGS[capability]
+        if not getattr(target, flag):
+            return f"it needs SPIR-V capability {capability}, which target {target.name} lacks ({flag} = false)"
     return None

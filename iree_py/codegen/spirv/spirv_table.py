@@ -77,10 +77,37 @@ OPCODES: dict[str, int] = {
     "OpSelectionMerge": 247,
     "OpBranch": 249,
     "OpBranchConditional": 250,
+    "OpExtension": 10,
+    "OpConstantComposite": 44,
+    "OpSConvert": 114,
+    "OpUConvert": 113,
+    "OpFConvert": 115,
+    "OpConvertUToF": 112,
+    "OpConvertFToU": 109,
+    "OpUDiv": 134,
+    "OpUMod": 137,
+    "OpULessThan": 176,
+    "OpULessThanEqual": 178,
+    "OpUGreaterThan": 172,
+    "OpUGreaterThanEqual": 174,
+    "OpShiftLeftLogical": 196,
+    "OpShiftRightLogical": 194,
+    "OpShiftRightArithmetic": 195,
+    "OpLogicalEqual": 164,
+    "OpLogicalNotEqual": 165,
+    "OpFOrdNotEqual": 182,
+    "OpFUnordEqual": 181,
+    "OpQuantizeToF16": 116,
 }
 
 CAPABILITY: dict[str, int] = {
     "Shader": 1,
+    "Int64": 11,
+    "Int16": 22,
+    "Int8": 39,
+    "Float16": 9,
+    "StorageBuffer8BitAccess": 4448,
+    "StorageBuffer16BitAccess": 4433,
 }
 
 ADDRESSINGMODEL: dict[str, int] = {

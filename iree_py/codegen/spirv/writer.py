@@ -1,5 +1,5 @@
 """A SPIR-V binary module writer: result ids, the module's sections in the order the spec fixes
-(capabilities, imports, memory model, entry points, execution modes, names, decorations, types and
+(capabilities, extensions, imports, memory model, entry points, execution modes, names, decorations, types and
 globals, functions), and types and constants made once each. Opcodes and enumerants come from the
 table generated out of spirv-headers' grammar (spirv_table.py).
 
@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import struct
 
-from iree_py.codegen.spirv.spirv_table import MAGIC, OPCODES
+from iree_py.codegen.spirv.spirv_table import CAPABILITY, MAGIC, OPCODES
 
 SPIRV_VERSION = (1, 3)   # Vulkan 1.1 and later consume it
 GENERATOR = 0            # no registered generator id
 
 Operand = int | str
-SECTIONS = ("capabilities", "imports", "memory_model", "entry_points", "execution_modes", "names",
+SECTIONS = ("capabilities", "extensions", "imports", "memory_model", "entry_points", "execution_modes", "names",
             "decorations", "globals", "functions")
 
 
@@ -43,6 +43,20 @@ class SpirvModule:
         self.sections: dict[str, list[int]] = {name: [] for name in SECTIONS}
         self._types: dict[tuple, int] = {}
         self._constants: dict[tuple, int] = {}
+        self._declared: set[tuple[str, str]] = set()
+
+    def require(self, capability: str, extension: str = "") -> None:
+        """OpCapability `capability` (and OpExtension `extension`), declared once each."""
+        if ("capability", capability) not in self._declared:
+            self._declared.add(("capability", capability))
+            self.emit("capabilities", "OpCapability", CAPABILITY[capability])
+        if extension and ("extension", extension) not in self._declared:
+            self._declared.add(("extension", extension))
+            self.emit("extensions", "OpExtension", extension)
+
+    @property
+    def capabilities(self) -> set[str]:
+        return {name for kind, name in self._declared if kind == "capability"}
 
     def new_id(self) -> int:
         self.bound += 1
@@ -99,6 +113,17 @@ class SpirvModule:
         if key not in self._constants:
             self._constants[key] = self.new_id()
             self.emit("globals", "OpConstant", type_id, self._constants[key], word & 0xFFFFFFFF)
+        return self._constants[key]
+
+    def constant_wide(self, type_id: int, value: int, bits: int) -> int:
+        """A constant of a `bits`-wide integer type: one word, or the low then the high word for 64."""
+        words = [(value >> (32 * i)) & 0xFFFFFFFF for i in range(max(1, bits // 32))]
+        if len(words) == 1:
+            return self.constant(type_id, words[0])
+        key = (type_id, *words)
+        if key not in self._constants:
+            self._constants[key] = self.new_id()
+            self.emit("globals", "OpConstant", type_id, self._constants[key], *words)
         return self._constants[key]
 
     def constant_bool(self, value: bool) -> int:

@@ -14,12 +14,39 @@
 #define IRP_SPIRV_MAGIC 0x07230203u
 #define IRP_SPIRV_OP_ENTRY_POINT 15u
 #define IRP_SPIRV_EXECUTION_MODEL_GLCOMPUTE 5u
+#define IRP_SPIRV_OP_CAPABILITY 17u
+#define IRP_SPIRV_CAPABILITY_SHADER 1u
+
+/* Optional device features shaders may need, each with the SPIR-V capability that asks for it
+ * (targets/vulkan.toml's flags; the compiler declares a capability only where a shader uses it). */
+typedef enum irp_vk_feature_e {
+  IRP_VK_FEATURE_INT64 = 1u << 0,
+  IRP_VK_FEATURE_STORAGE_8BIT = 1u << 1,
+  IRP_VK_FEATURE_STORAGE_16BIT = 1u << 2,
+} irp_vk_feature_t;
+
+typedef struct irp_vk_feature_info_t {
+  uint32_t feature;
+  uint32_t capability; /* the SPIR-V enumerant */
+  const char* feature_name;
+  const char* capability_name;
+  const char* target_flag; /* the target flag (targets/vulkan.toml) that lets the compiler use it */
+} irp_vk_feature_info_t;
+
+static const irp_vk_feature_info_t irp_vk_features[] = {
+    {IRP_VK_FEATURE_INT64, 11u, "shaderInt64", "Int64", "shader_int64"},
+    {IRP_VK_FEATURE_STORAGE_8BIT, 4448u, "storageBuffer8BitAccess", "StorageBuffer8BitAccess", "storage_buffer_8bit"},
+    {IRP_VK_FEATURE_STORAGE_16BIT, 4433u, "storageBuffer16BitAccess", "StorageBuffer16BitAccess",
+     "storage_buffer_16bit"},
+};
+#define IRP_VK_FEATURE_COUNT (sizeof(irp_vk_features) / sizeof(irp_vk_features[0]))
 
 /* X(name): instance-level functions, then device-level ones. */
 #define IRP_VK_INSTANCE_FUNCTIONS(X)                                                                        \
   X(vkDestroyInstance) X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties)                       \
   X(vkGetPhysicalDeviceQueueFamilyProperties) X(vkGetPhysicalDeviceMemoryProperties)                        \
-  X(vkEnumerateDeviceExtensionProperties) X(vkCreateDevice) X(vkGetDeviceProcAddr)
+  X(vkEnumerateDeviceExtensionProperties) X(vkCreateDevice) X(vkGetDeviceProcAddr)                         \
+  X(vkGetPhysicalDeviceFeatures2)
 #define IRP_VK_DEVICE_FUNCTIONS(X)                                                                          \
   X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkCreateBuffer) X(vkDestroyBuffer)                               \
   X(vkGetBufferMemoryRequirements) X(vkAllocateMemory) X(vkFreeMemory) X(vkBindBufferMemory) X(vkMapMemory) \
@@ -68,6 +95,7 @@ typedef struct irp_vk_device_t {
   VkPhysicalDevice physical;
   VkPhysicalDeviceLimits limits;
   uint32_t api_version;
+  uint32_t features; /* irp_vk_feature_t bits: present on the device and enabled at creation */
   VkPhysicalDeviceMemoryProperties memory_properties;
   VkDevice device;
   VkQueue queue;
@@ -221,6 +249,22 @@ static uint32_t irp_vk_max_spirv_version(uint32_t api_version) {
   return (1u << 16) | (spirv_minor << 8);
 }
 
+/* A shader's OpCapability: Shader, or one whose device feature this device has (and enabled). */
+static irp_status_t irp_vk_check_capability(const irp_vk_device_t* vk, const char* name, uint32_t capability,
+                                            irp_diag_t* diag) {
+  if (capability == IRP_SPIRV_CAPABILITY_SHADER) return IRP_OK;
+  for (size_t i = 0; i < IRP_VK_FEATURE_COUNT; ++i) {
+    const irp_vk_feature_info_t* f = &irp_vk_features[i];
+    if (f->capability != capability) continue;
+    if (vk->features & f->feature) return IRP_OK;
+    return IRP_FAIL(diag, IRP_UNSUPPORTED, "vulkan: entry point '%s' needs the device feature %s (SPIR-V "
+                    "capability %s), which this device lacks (compile for a target with %s = false)", name,
+                    f->feature_name, f->capability_name, f->target_flag);
+  }
+  return IRP_FAIL(diag, IRP_UNSUPPORTED, "vulkan: entry point '%s' declares SPIR-V capability %u, which this "
+                  "driver does not enable", name, capability);
+}
+
 /* Checks the shader of entry point `index` at words [begin, end) of the code. */
 static irp_status_t irp_vk_check_shader(const irp_vk_device_t* vk, const irp_hal_executable_t* executable,
                                         uint32_t index, const uint32_t* words, size_t count, irp_diag_t* diag) {
@@ -240,6 +284,9 @@ static irp_status_t irp_vk_check_shader(const irp_vk_device_t* vk, const irp_hal
     if (word_count == 0 || word_count > count - at) {
       return IRP_FAIL(diag, IRP_INVALID_MODULE, "spirv executable: entry point '%s': instruction at word %zu runs "
                       "past its shader", name, at);
+    }
+    if (opcode == IRP_SPIRV_OP_CAPABILITY && word_count == 2) {
+      IRP_RETURN_IF_ERROR(irp_vk_check_capability(vk, name, words[at + 1], diag));
     }
     if (opcode == IRP_SPIRV_OP_ENTRY_POINT && word_count >= 4 && words[at + 1] == IRP_SPIRV_EXECUTION_MODEL_GLCOMPUTE) {
       const char* literal = (const char*)&words[at + 3];
@@ -505,6 +552,42 @@ static int irp_vk_has_push_descriptor(irp_vk_device_t* vk, VkPhysicalDevice phys
   return 0;
 }
 
+/* Whether $IRP_VULKAN_DISABLE_FEATURES (comma-separated feature names) names `feature_name`: the
+ * driver then treats the device as lacking it (how the tests meet a device without a feature). */
+static int irp_vk_feature_disabled(const char* feature_name) {
+  const char* list = getenv("IRP_VULKAN_DISABLE_FEATURES");
+  size_t length = strlen(feature_name);
+  for (const char* at = list; at != NULL && *at != '\0';) {
+    const char* comma = strchr(at, ',');
+    size_t item = comma != NULL ? (size_t)(comma - at) : strlen(at);
+    if (item == length && strncmp(at, feature_name, length) == 0) return 1;
+    at = comma != NULL ? comma + 1 : NULL;
+  }
+  return 0;
+}
+
+/* The optional features (irp_vk_feature_t) the device has; the 8/16-bit storage features are
+ * Vulkan 1.1/1.2 structures, read only from a device of that version. */
+static uint32_t irp_vk_query_features(irp_vk_device_t* vk, VkPhysicalDevice physical) {
+  VkPhysicalDeviceVulkan12Features v12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceVulkan11Features v11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+                                          .pNext = &v12};
+  VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  VkPhysicalDeviceProperties properties;
+  vk->vkGetPhysicalDeviceProperties(physical, &properties);
+  int has_12 = VK_API_VERSION_MINOR(properties.apiVersion) >= 2 || VK_API_VERSION_MAJOR(properties.apiVersion) > 1;
+  if (has_12) features.pNext = &v11;
+  vk->vkGetPhysicalDeviceFeatures2(physical, &features);
+  uint32_t found = 0;
+  if (features.features.shaderInt64) found |= IRP_VK_FEATURE_INT64;
+  if (has_12 && v12.storageBuffer8BitAccess) found |= IRP_VK_FEATURE_STORAGE_8BIT;
+  if (has_12 && v11.storageBuffer16BitAccess) found |= IRP_VK_FEATURE_STORAGE_16BIT;
+  for (size_t i = 0; i < IRP_VK_FEATURE_COUNT; ++i) {
+    if (irp_vk_feature_disabled(irp_vk_features[i].feature_name)) found &= ~irp_vk_features[i].feature;
+  }
+  return found;
+}
+
 /* The first physical device with a compute queue and push descriptors. */
 static irp_status_t irp_vk_pick_device(irp_vk_device_t* vk, irp_diag_t* diag) {
   VkPhysicalDevice devices[16];
@@ -527,6 +610,7 @@ static irp_status_t irp_vk_pick_device(irp_vk_device_t* vk, irp_diag_t* diag) {
       vk->limits = properties.limits;
       vk->api_version = properties.apiVersion;
       vk->vkGetPhysicalDeviceMemoryProperties(devices[d], &vk->memory_properties);
+      vk->features = irp_vk_query_features(vk, devices[d]);
       return IRP_OK;
     }
   }
@@ -571,8 +655,19 @@ static irp_status_t irp_vk_create_logical(irp_vk_device_t* vk, irp_diag_t* diag)
                                    .queueFamilyIndex = vk->queue_family, .queueCount = 1,
                                    .pQueuePriorities = &priority};
   const char* extensions[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
-  VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1,
-                             .pQueueCreateInfos = &queue, .enabledExtensionCount = 1,
+  /* The optional features the device has are enabled, so any shader irp_vk_check_capability lets
+   * through may use them. */
+  VkPhysicalDeviceVulkan12Features v12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                          .storageBuffer8BitAccess = (vk->features & IRP_VK_FEATURE_STORAGE_8BIT) != 0};
+  VkPhysicalDeviceVulkan11Features v11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+                                          .pNext = &v12,
+                                          .storageBuffer16BitAccess = (vk->features & IRP_VK_FEATURE_STORAGE_16BIT) != 0};
+  VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                        .features = {.shaderInt64 = (vk->features & IRP_VK_FEATURE_INT64) != 0}};
+  int has_12 = VK_API_VERSION_MINOR(vk->api_version) >= 2 || VK_API_VERSION_MAJOR(vk->api_version) > 1;
+  if (has_12) features.pNext = &v11;
+  VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &features,
+                             .queueCreateInfoCount = 1, .pQueueCreateInfos = &queue, .enabledExtensionCount = 1,
                              .ppEnabledExtensionNames = extensions};
   IRP_VK_CHECK(diag, vk->vkCreateDevice(vk->physical, &info, NULL, &vk->device), "vkCreateDevice");
 #define IRP_VK_LOAD_DEVICE_(name)                                                                        \

@@ -93,6 +93,19 @@ def test_no_vulkan_loader_is_a_clear_error(small_cnn_module: bytes, tmp_path: Pa
     assert "vulkan: the Vulkan loader" in result.stderr and "could not be opened" in result.stderr
 
 
+def test_a_shader_needing_a_feature_the_device_lacks_is_refused_at_load(tmp_path: Path):
+    m = model([helper.make_node("Add", ["a", "b"], ["y"], name="add")], {"a": (4,), "b": (4,)}, ["y"])
+    for v in [*m.graph.input, *m.graph.output]:
+        v.type.tensor_type.elem_type = 7  # int64: the shader declares Int64
+    (tmp_path / "m.vmfb").write_bytes(iree_py.compile(m.SerializeToString(), target="vulkan"))
+    assert _load_in_subprocess(tmp_path / "m.vmfb", {}).returncode == 0
+    disabled = {"IRP_VULKAN_DISABLE_FEATURES": "storageBuffer8BitAccess,shaderInt64"}
+    result = _load_in_subprocess(tmp_path / "m.vmfb", disabled)
+    assert result.returncode != 0
+    assert ("needs the device feature shaderInt64 (SPIR-V capability Int64), which this device lacks "
+            "(compile for a target with shader_int64 = false)") in result.stderr, result.stderr
+
+
 def test_no_vulkan_device_is_a_clear_error(small_cnn_module: bytes, tmp_path: Path):
     (tmp_path / "m.vmfb").write_bytes(small_cnn_module)
     result = _load_in_subprocess(tmp_path / "m.vmfb", {"VK_ICD_FILENAMES": str(tmp_path / "none.json"),

@@ -216,6 +216,17 @@ def bounds(e: "int | str | Expr", ranges: dict[str, Interval]) -> Interval:
     return lo, hi
 
 
+_UNKNOWN = (-(1 << 256), 1 << 256)  # what bounds cannot bound (a division by something not proven positive)
+
+
+def known_bounds(e: "int | str | Expr", ranges: dict[str, Interval]) -> Interval:
+    """`bounds`, or an interval wider than any i64 where a division inside cannot be bounded."""
+    try:
+        return bounds(e, ranges)
+    except ValueError:
+        return _UNKNOWN
+
+
 def _call_bounds(atom: Call, ranges: dict[str, Interval]) -> Interval:
     (alo, ahi), (blo, bhi) = bounds(atom.args[0], ranges), bounds(atom.args[1], ranges)
     if atom.fn in ("min", "max"):
@@ -258,11 +269,7 @@ class Emitter:
     def _bounds(self, e: Expr) -> Interval:
         """An interval holding `e` for every value of its symbols ((-inf, inf) when a division
         inside is by something not proven positive)."""
-        ranges = {s: (0 if self.nonnegative(s) else _I64[0], _I64[1]) for s in e.symbols}
-        try:
-            return bounds(e, ranges)
-        except ValueError:
-            return -(1 << 256), 1 << 256
+        return known_bounds(e, {s: (0 if self.nonnegative(s) else _I64[0], _I64[1]) for s in e.symbols})
 
     def at_least(self, e: "int | str | Expr", n: int) -> bool:
         """Whether `e >= n` is proven for every value of its symbols."""

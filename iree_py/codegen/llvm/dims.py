@@ -29,7 +29,7 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import I1, I8, I32, I64, PTR, KernelBuilder, begin_kernel, const_i32, const_i64
 from iree_py.targets import Target
 from iree_py.ir.dim_checks import product  # noqa: F401 (the one product of dims, for ir and codegen)
-from iree_py.ir.symbols import Call, Expr, bounds, dim
+from iree_py.ir.symbols import Call, Expr, dim, known_bounds
 from iree_py.ir.types import Dim, TensorType
 
 DimValue = int | Expr
@@ -124,10 +124,7 @@ class DimEmitter:
 
     def _at_least(self, e: Expr, n: int) -> bool:
         """Whether `e >= n` whatever the push constants (u32 words) hold."""
-        try:
-            return bounds(e, {s: (0, (1 << 32) - 1) for s in e.symbols})[0] >= n
-        except ValueError:  # a division inside by something not proven positive
-            return False
+        return known_bounds(e, {s: (0, (1 << 32) - 1) for s in e.symbols})[0] >= n
 
 
 def floordiv(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:

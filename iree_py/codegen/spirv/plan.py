@@ -70,7 +70,9 @@ def elementwise_refusal(spec: KernelSpec, target: Target) -> str | None:
     except UnsupportedStep as e:
         return f"elementwise {e}"
     for capability in sorted(b.capabilities):
-        flag = CAPABILITY_FLAGS[capability]
+        flag = CAPABILITY_FLAGS.get(capability)
+        if flag is None:
+            return f"it needs SPIR-V capability {capability}, which no target flag grants"
         if not getattr(target, flag):
             return f"it needs SPIR-V capability {capability}, which target {target.name} lacks ({flag} = false)"
     return None

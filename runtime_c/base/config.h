@@ -41,6 +41,13 @@
 #define IRP_THREAD_SPIN_NS 50000
 #endif
 
+/* A dispatch whose bindings add up to fewer bytes than this runs on the calling thread alone, as a
+ * one-workgroup dispatch does: waking the workers and waiting for them costs more than such a
+ * kernel (an elementwise op over a few thousand floats, a small matmul) gains from sharing. */
+#ifndef IRP_THREAD_INLINE_BYTES
+#define IRP_THREAD_INLINE_BYTES 65536
+#endif
+
 /* 1: errors carry formatted messages (vsnprintf). 0: only status codes (smaller builds). */
 #ifndef IRP_STATUS_MESSAGES
 #define IRP_STATUS_MESSAGES 1

@@ -4,7 +4,8 @@
  * A dispatch publishes its grid; every thread (the caller too) takes the next workgroup from one
  * atomic counter over the x-fastest order until none is left, so the threads balance themselves.
  * Each workgroup computes the same bytes whichever thread runs it, so results are bit-identical for
- * any thread count. A dispatch of one workgroup runs on the caller alone, with no synchronization.
+ * any thread count. A dispatch of one workgroup, or whose bindings span fewer than
+ * IRP_THREAD_INLINE_BYTES (base/config.h), runs on the caller alone, with no synchronization.
  * Nothing in the dispatch path allocates or creates threads. Idle workers spin IRP_THREAD_SPIN_NS
  * (base/config.h) on the dispatch counter and then sleep on a condition variable.
  *

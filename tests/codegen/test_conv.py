@@ -323,7 +323,8 @@ def test_conv_channel_vectors_for_arm64_compiles():
 
 
 def test_choose_conv_strategy():
-    """Channels for short output rows with a vector of output channels; columns otherwise."""
+    """Channels with a vector of output channels and a few input channels per group, at any row
+    length; columns otherwise."""
     def strategy(dims, target="x86_64"):
         spec, _, _ = make_case("convch_rule", *dims[:7], strides=dims[7], pads=dims[8], group=dims[9])
         return conv.choose_conv_strategy(conv.conv_shape(spec), load_target(target))
@@ -331,7 +332,8 @@ def test_choose_conv_strategy():
     late_3x3 = (1, 32, 7, 7, 64, 3, 3, (1, 1), (1, 1, 1, 1), 1)
     assert strategy(late_3x3) == conv.ConvStrategy("channels", 8)
     assert strategy(late_3x3, "arm64") == conv.ConvStrategy("channels", 4)
-    assert strategy((1, 8, 20, 20, 16, 3, 3, (1, 1), (1, 1, 1, 1), 1)).path == "columns"   # OW 20 >= 2 × 8
+    assert strategy((1, 8, 20, 20, 16, 3, 3, (1, 1), (1, 1, 1, 1), 1)).path == "channels"  # long rows too
+    assert strategy((1, 3, 20, 20, 16, 3, 3, (1, 1), (1, 1, 1, 1), 1)).path == "columns"   # 3 input channels
     assert strategy((1, 32, 7, 7, 4, 3, 3, (1, 1), (1, 1, 1, 1), 1)).path == "columns"     # M < a vector
     assert strategy((1, 32, 7, 7, 32, 3, 3, (1, 1), (1, 1, 1, 1), 32)).path == "columns"   # depthwise
-    assert strategy((1, 32, 7, 7, 64, 1, 1, (1, 1), (0, 0, 0, 0), 1)).path == "columns"    # one row of 49
+    assert strategy((1, 32, 7, 7, 64, 1, 1, (1, 1), (0, 0, 0, 0), 1)).path == "channels"   # one row of 49

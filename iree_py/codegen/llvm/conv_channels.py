@@ -1,5 +1,5 @@
-"""conv2d vectorized over OUTPUT CHANNELS, for convs whose output rows are too short to fill
-vectors along columns (late CNN layers: 14×14, 7×7). The weight comes pre-packed "m_blocked"
+"""conv2d vectorized over OUTPUT CHANNELS, for every conv with a vector of output channels per group
+and a few input channels per group (conv.choose_conv_strategy). The weight comes pre-packed "m_blocked"
 (weight_packing.py): W'[g * MB, KH, KW, C/g, V], so one vector load is one weight tap for V
 consecutive output channels.
 

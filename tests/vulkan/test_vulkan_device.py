@@ -37,6 +37,20 @@ def test_small_cnn_matches_onnxruntime(small_cnn_module: bytes):
         np.testing.assert_allclose(module.main(x), expected, rtol=1e-5, atol=1e-6)
 
 
+def test_inputs_that_outgrow_the_staging_buffer_in_one_dispatch():
+    """Two caller-owned inputs of one dispatch that together exceed the staging buffer (64 KiB at
+    first; the first input grows it to its own size): the room for both is made before either is
+    bound, so making room for the second neither overwrites nor frees the first's copy."""
+    m = model([helper.make_node("Sub", ["a", "b"], ["y"])], {"a": (4, 10000), "b": (10000,)}, ["y"])
+    module = iree_py.load(iree_py.compile(m.SerializeToString(), target="vulkan"), device="vulkan")
+    rng = np.random.default_rng(5)
+    for _ in range(2):  # the second call finds the grown buffer
+        a, b = rng.standard_normal((4, 10000)).astype(np.float32), rng.standard_normal(10000).astype(np.float32)
+        a_before, expected = a.copy(), a - b
+        np.testing.assert_array_equal(module.main(a, b), expected)
+        np.testing.assert_array_equal(a, a_before)  # a staged copy goes back to its caller's buffer
+
+
 def test_every_shader_passes_spirv_val(small_cnn_module: bytes, tmp_path: Path):
     files = executable_files(read_module(small_cnn_module))
     assert len(files) == 7 and all(name.endswith(".spv") for name in files)

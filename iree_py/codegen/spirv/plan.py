@@ -3,8 +3,8 @@ naming the node when this backend cannot build it — never a fallback to anothe
 from __future__ import annotations
 
 from iree_py.codegen.dispatch import Dispatch
-from iree_py.codegen.spirv.kernels import (DATA_MOVEMENT, EIGHT_BYTE_DTYPES, FOUR_BYTE_DTYPES, KERNEL_BUILDERS,
-                                           kernel_symbols, start_kernel)
+from iree_py.codegen.spirv.kernels import (DATA_MOVEMENT, EIGHT_BYTE_DTYPES, FOUR_BYTE_DTYPES, INDEXED,
+                                           KERNEL_BUILDERS, TYPED, kernel_symbols, start_kernel)
 from iree_py.codegen.spirv.math import BINARY, UNARY
 from iree_py.codegen.spirv.typed_math import UnsupportedStep
 from iree_py.errors import CompileError
@@ -33,19 +33,27 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
         return f"the backend has no builder for it (it builds {', '.join(sorted(KERNEL_BUILDERS))})"
     allowed = (*FOUR_BYTE_DTYPES, *EIGHT_BYTE_DTYPES) if spec.kind in DATA_MOVEMENT else (DType.f32,)
     checked = list((*spec.inputs, *spec.outputs))
-    if spec.kind == "gather":  # indices: i32, or i64 read as their low words
-        if spec.inputs[1].dtype not in (DType.i32, DType.i64):
-            return f"gather indices of dtype {spec.inputs[1].dtype.value} (it takes i32, i64)"
+    if spec.kind in ("cumsum", "cumprod"):
+        allowed = (DType.f32, DType.i32, DType.i64)
+    if spec.kind in ("argmax", "argmin"):  # the i64 index is stored as two words
+        checked.pop()
+    if spec.kind == "reduce_rt":  # the i64 axes mask is read as words
         checked.pop(1)
+    if spec.kind in INDEXED:  # indices: i32, or i64 read as their low words
+        if spec.inputs[1].dtype not in (DType.i32, DType.i64):
+            return f"{spec.kind} indices of dtype {spec.inputs[1].dtype.value} (it takes i32, i64)"
+        checked.pop(1)
+    if spec.kind == "scatter_elements" and spec.attrs["reduction"] != "none":
+        allowed = (DType.f32, DType.i32)  # computed, not moved
     if spec.kind == "pad" and spec.attrs["mode"] not in ("constant", "edge", "reflect", "symmetric", "wrap"):
         return f"pad mode {spec.attrs['mode']}"
     if spec.kind == "elementwise":
-        checked = []  # each dtype as scalars.py stores it: elementwise_refusal tries the build
+        checked = []  # each dtype as scalars.py stores it: typed_refusal tries the build
     for t in checked:
         if t.dtype not in allowed:
             return f"dtype {t.dtype.value} (it takes {', '.join(d.value for d in allowed)})"
-    if spec.kind == "elementwise":
-        why = elementwise_refusal(spec, target)
+    if spec.kind in TYPED:
+        why = typed_refusal(spec, target)
         if why is not None:
             return why
     for op in spec.epilogue:
@@ -62,13 +70,14 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
     return None
 
 
-def elementwise_refusal(spec: KernelSpec, target: Target) -> str | None:
-    """Why the typed elementwise kernel cannot be built for the target: a dtype or step the
-    backend lacks (found by building it), or a capability the target's flags do not grant."""
+def typed_refusal(spec: KernelSpec, target: Target) -> str | None:
+    """Why a kernel whose bindings hold their dtypes (kernels.TYPED) cannot be built for the
+    target: a dtype or step the backend lacks (found by building it), or a capability the target's
+    flags do not grant."""
     try:
         b, _ = start_kernel(spec, target)
     except UnsupportedStep as e:
-        return f"elementwise {e}"
+        return f"{spec.kind} {e}"
     for capability in sorted(b.capabilities):
         flag = CAPABILITY_FLAGS.get(capability)
         if flag is None:

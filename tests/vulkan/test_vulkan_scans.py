@@ -1,5 +1,5 @@
 """CumSum, CumProd, ArgMax and ArgMin on the Vulkan target (spirv/cumulative.py, argminmax.py)
-against onnxruntime: exclusive and reverse running sums in f32, i32 and i64, and the tie rules of
+against onnxruntime: exclusive and reverse running sums in f32, f64, i32 and i64, and the tie rules of
 select_last_index on inputs with repeated values."""
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ def _cumulative(op: str, shape: tuple[int, ...], dtype: int, axis: int, **attrs)
 
 
 def _values(shape: tuple[int, ...], dtype: int) -> np.ndarray:
-    if dtype == TensorProto.FLOAT:
-        return rng.standard_normal(shape).astype(np.float32)
+    if dtype in (TensorProto.FLOAT, TensorProto.DOUBLE):
+        return rng.standard_normal(shape).astype(helper.tensor_dtype_to_np_dtype(dtype))
     return rng.integers(-50, 50, shape).astype(helper.tensor_dtype_to_np_dtype(dtype))
 
 
@@ -30,6 +30,8 @@ CUMULATIVE = {
     "cumsum_f32_exclusive_reverse": ("CumSum", (4, 6), TensorProto.FLOAT, -1, {"exclusive": 1, "reverse": 1}),
     "cumsum_i32_reverse": ("CumSum", (7,), TensorProto.INT32, 0, {"reverse": 1}),
     "cumsum_i64_exclusive": ("CumSum", (2, 5), TensorProto.INT64, 1, {"exclusive": 1}),
+    "cumsum_f64_reverse": ("CumSum", (3, 4), TensorProto.DOUBLE, 0, {"reverse": 1}),
+    "cumsum_f64_exclusive": ("CumSum", (9,), TensorProto.DOUBLE, 0, {"exclusive": 1}),
 }
 
 

@@ -1,15 +1,18 @@
 """CumSum and CumProd on SPIR-V: running sums / products along attrs axis (exclusive: each output
-leaves out its own element; reverse: they run from the end), f32, i32 or i64 computed in the
-element type (integers wrap), as the CPU backend's (codegen/llvm/cumsum.py). The input seen as
+leaves out its own element; reverse: they run from the end), f32, f64, i32 or i64 computed in the
+element type (integers wrap; f64 with the Float64 capability), as the CPU backend's
+(codegen/llvm/cumsum.py). The input seen as
 [outer, n, inner]; one invocation per (outer, inner) column, walking its n elements in order."""
 from __future__ import annotations
 
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.spirv.builder import KernelBuilder
 from iree_py.codegen.spirv.indexing import Dim, dims, product
-from iree_py.codegen.spirv.scalars import scalar
+from iree_py.ir.types import DType
 
 IDENTITY = {"cumsum": 0, "cumprod": 1}
+# dtype -> the element type it is stored and computed in (builder.TYPES)
+ELEMENT_TYPES = {DType.f32: "f32", DType.f64: "f64", DType.i32: "i32", DType.i64: "i64"}
 
 
 def _build(b: KernelBuilder, spec: KernelSpec) -> Dim:
@@ -17,7 +20,7 @@ def _build(b: KernelBuilder, spec: KernelSpec) -> Dim:
     axis = int(spec.attrs["axis"])
     exclusive, reverse = bool(spec.attrs.get("exclusive", 0)), bool(spec.attrs.get("reverse", 0))
     outer, n, inner = product(shape[:axis]), shape[axis], product(shape[axis + 1:])
-    register = scalar(spec.inputs[0].dtype).register
+    register = ELEMENT_TYPES[spec.inputs[0].dtype]
     columns = product([outer, inner])
     with b.for_each(columns) as column:
         base = (column / b.dim(inner)) * b.dim(product([n, inner])) + column % b.dim(inner)

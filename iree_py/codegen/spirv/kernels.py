@@ -9,7 +9,7 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.spirv.argminmax import build_argmax, build_argmin
 from iree_py.codegen.spirv.builder import KernelBuilder
 from iree_py.codegen.spirv.conv import build_conv2d
-from iree_py.codegen.spirv.cumulative import build_cumprod, build_cumsum
+from iree_py.codegen.spirv.cumulative import ELEMENT_TYPES as CUMULATIVE_TYPES, build_cumprod, build_cumsum
 from iree_py.codegen.spirv.data_movement import build_concat, build_slice, build_transpose
 from iree_py.codegen.spirv.elementwise import build_elementwise, build_expand, tensor_scalars
 from iree_py.codegen.spirv.gather_scatter import (build_gather, build_gather_elements, build_gather_nd,
@@ -19,7 +19,7 @@ from iree_py.codegen.spirv.matmul import build_matmul
 from iree_py.codegen.spirv.pad import build_pad
 from iree_py.codegen.spirv.pool import build_avgpool, build_globalavgpool, build_lrn, build_maxpool
 from iree_py.codegen.spirv.reduce import build_reduce, build_reduce_rt
-from iree_py.codegen.spirv.scalars import scalar
+from iree_py.codegen.spirv.resize import build_resize_rt
 from iree_py.codegen.spirv.softmax import build_logsoftmax, build_softmax
 from iree_py.ir.symbols import Expr, call, dim
 from iree_py.ir.types import DType, TensorType
@@ -39,6 +39,7 @@ KERNEL_BUILDERS: dict[str, Builder] = {
     "logsoftmax": build_logsoftmax,
     "reduce": build_reduce,
     "reduce_rt": build_reduce_rt,
+    "resize_rt": build_resize_rt,
     "argmax": build_argmax,
     "argmin": build_argmin,
     "cumsum": build_cumsum,
@@ -59,8 +60,9 @@ DATA_MOVEMENT = ("expand", "transpose", "slice", "concat", "gather", "pad", "gat
                  "scatter_elements")
 # Kinds whose input 1 is an indices tensor (i32, or i64 read as low words), moved by no kernel.
 INDEXED = ("gather", "gather_elements", "gather_nd", "scatter_elements")
-# Kinds whose bindings hold their tensors' dtype as scalars.py stores it.
-TYPED = ("elementwise", "cumsum", "cumprod")
+# Kinds whose bindings hold their tensors' dtype (scalars.py, cumulative.py), or that compute in
+# double: their shaders may declare capabilities, which plan.typed_refusal checks by building them.
+TYPED = ("elementwise", "cumsum", "cumprod", "resize_rt")
 FOUR_BYTE_DTYPES = (DType.f32, DType.i32, DType.u32)
 # 8-byte elements move as two 32-bit words: the spec gains a trailing axis of 2 (words_spec).
 EIGHT_BYTE_DTYPES = (DType.i64, DType.u64, DType.f64)
@@ -104,12 +106,15 @@ def element_types(spec: KernelSpec) -> list[str]:
     count = len(spec.inputs) + len(spec.outputs)
     if spec.kind == "elementwise":
         return [s.storage for s in tensor_scalars(spec)]
-    if spec.kind in TYPED:
-        return [scalar(t.dtype).storage for t in (*spec.inputs, *spec.outputs)]
+    if spec.kind in ("cumsum", "cumprod"):
+        return [CUMULATIVE_TYPES[t.dtype] for t in (*spec.inputs, *spec.outputs)]
     if spec.kind in ("argmax", "argmin"):
         return ["f32", "i32"]
     if spec.kind == "reduce_rt":  # the i64 axes mask as int words
         return ["f32", "i32", "f32"]
+    if spec.kind == "resize_rt":  # X and Y: f32, or another 4-byte dtype moved (nearest) as int words
+        data = "f32" if spec.inputs[0].dtype == DType.f32 else "i32"
+        return [data, "f32", "f32", data]
     if spec.kind == "scatter_elements" and spec.attrs["reduction"] != "none" and spec.inputs[0].dtype == DType.f32:
         return ["f32", "i32", "f32", "f32"]
     return [("i32" if spec.kind in DATA_MOVEMENT else "f32")] * count

@@ -6,15 +6,17 @@ from iree_py.codegen.dispatch import Dispatch
 from iree_py.codegen.spirv.kernels import (DATA_MOVEMENT, EIGHT_BYTE_DTYPES, FOUR_BYTE_DTYPES, INDEXED,
                                            KERNEL_BUILDERS, TYPED, kernel_symbols, start_kernel)
 from iree_py.codegen.spirv.math import BINARY, UNARY
+from iree_py.codegen.spirv.resize import TAPS
 from iree_py.codegen.spirv.typed_math import UnsupportedStep
 from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelSpec
+from iree_py.ir.resize_math import COORDINATE_MODES, NEAREST_MODES
 from iree_py.ir.types import DType
 from iree_py.targets import Target
 
 # A capability a shader declares -> the target flag that grants it (targets/vulkan.toml).
 CAPABILITY_FLAGS = {"Int64": "shader_int64", "StorageBuffer8BitAccess": "storage_buffer_8bit",
-                    "StorageBuffer16BitAccess": "storage_buffer_16bit"}
+                    "StorageBuffer16BitAccess": "storage_buffer_16bit", "Float64": "shader_float64"}
 
 
 def plan(dispatch: Dispatch, target: Target) -> Dispatch:
@@ -34,11 +36,17 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
     allowed = (*FOUR_BYTE_DTYPES, *EIGHT_BYTE_DTYPES) if spec.kind in DATA_MOVEMENT else (DType.f32,)
     checked = list((*spec.inputs, *spec.outputs))
     if spec.kind in ("cumsum", "cumprod"):
-        allowed = (DType.f32, DType.i32, DType.i64)
+        allowed = (DType.f32, DType.f64, DType.i32, DType.i64)
     if spec.kind in ("argmax", "argmin"):  # the i64 index is stored as two words
         checked.pop()
     if spec.kind == "reduce_rt":  # the i64 axes mask is read as words
         checked.pop(1)
+    if spec.kind == "resize_rt":
+        why = resize_refusal(spec)
+        if why is not None:
+            return why
+        if spec.attrs["mode"] == "nearest":
+            allowed = (*FOUR_BYTE_DTYPES,)  # moved, not blended
     if spec.kind in INDEXED:  # indices: i32, or i64 read as their low words
         if spec.inputs[1].dtype not in (DType.i32, DType.i64):
             return f"{spec.kind} indices of dtype {spec.inputs[1].dtype.value} (it takes i32, i64)"
@@ -67,6 +75,20 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
     if words * 4 > target.push_constant_bytes:
         return (f"{words} push constant words (one per binding and symbol) exceed the target's "
                 f"{target.push_constant_bytes} bytes")
+    return None
+
+
+def resize_refusal(spec: KernelSpec) -> str | None:
+    """What of a resize_rt spec the SPIR-V kernel does not build (spirv/resize.py)."""
+    attrs = spec.attrs
+    if attrs.get("antialias", 0):
+        return "resize antialias"
+    if attrs["mode"] not in TAPS:
+        return f"resize mode {attrs['mode']}"
+    if attrs["coordinate_mode"] not in COORDINATE_MODES:
+        return f"resize coordinate_transformation_mode {attrs['coordinate_mode']}"
+    if attrs["mode"] == "nearest" and attrs["nearest_mode"] not in NEAREST_MODES:
+        return f"resize nearest_mode {attrs['nearest_mode']}"
     return None
 
 

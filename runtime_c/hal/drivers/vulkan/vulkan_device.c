@@ -24,6 +24,7 @@ typedef enum irp_vk_feature_e {
   IRP_VK_FEATURE_INT64 = 1u << 0,
   IRP_VK_FEATURE_STORAGE_8BIT = 1u << 1,
   IRP_VK_FEATURE_STORAGE_16BIT = 1u << 2,
+  IRP_VK_FEATURE_FLOAT64 = 1u << 3,
 } irp_vk_feature_t;
 
 typedef struct irp_vk_feature_info_t {
@@ -39,6 +40,7 @@ static const irp_vk_feature_info_t irp_vk_features[] = {
     {IRP_VK_FEATURE_STORAGE_8BIT, 4448u, "storageBuffer8BitAccess", "StorageBuffer8BitAccess", "storage_buffer_8bit"},
     {IRP_VK_FEATURE_STORAGE_16BIT, 4433u, "storageBuffer16BitAccess", "StorageBuffer16BitAccess",
      "storage_buffer_16bit"},
+    {IRP_VK_FEATURE_FLOAT64, 10u, "shaderFloat64", "Float64", "shader_float64"},
 };
 #define IRP_VK_FEATURE_COUNT (sizeof(irp_vk_features) / sizeof(irp_vk_features[0]))
 
@@ -622,6 +624,7 @@ static uint32_t irp_vk_query_features(irp_vk_device_t* vk, VkPhysicalDevice phys
   vk->vkGetPhysicalDeviceFeatures2(physical, &features);
   uint32_t found = 0;
   if (features.features.shaderInt64) found |= IRP_VK_FEATURE_INT64;
+  if (features.features.shaderFloat64) found |= IRP_VK_FEATURE_FLOAT64;
   if (has_12 && v12.storageBuffer8BitAccess) found |= IRP_VK_FEATURE_STORAGE_8BIT;
   if (has_12 && v11.storageBuffer16BitAccess) found |= IRP_VK_FEATURE_STORAGE_16BIT;
   for (size_t i = 0; i < IRP_VK_FEATURE_COUNT; ++i) {
@@ -705,7 +708,8 @@ static irp_status_t irp_vk_create_logical(irp_vk_device_t* vk, irp_diag_t* diag)
                                           .pNext = &v12,
                                           .storageBuffer16BitAccess = (vk->features & IRP_VK_FEATURE_STORAGE_16BIT) != 0};
   VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-                                        .features = {.shaderInt64 = (vk->features & IRP_VK_FEATURE_INT64) != 0}};
+                                        .features = {.shaderInt64 = (vk->features & IRP_VK_FEATURE_INT64) != 0,
+                                                     .shaderFloat64 = (vk->features & IRP_VK_FEATURE_FLOAT64) != 0}};
   int has_12 = VK_API_VERSION_MINOR(vk->api_version) >= 2 || VK_API_VERSION_MAJOR(vk->api_version) > 1;
   if (has_12) features.pNext = &v11;
   VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &features,

@@ -17,7 +17,7 @@ LACKING: dict[str, set[str]] = {
               "gru", "hardmax", "lppool", "lstm", "maxpool_index",
               "nms_output", "nms_select", "nonzero", "nonzero_count", "qadd", "qavgpool", "qconv",
               "qconv_dot", "qconv_transpose", "qdwconv", "qlookup", "qlstm", "qmatmul", "qsoftmax", "quantize",
-              "resize", "rnn", "roi_align", "scatter_nd",
+              "resize", "rnn", "roi_align",
               "string_equal", "topk", "unique", "unique_count"},
 }
 

@@ -1,6 +1,6 @@
 """The indexing kernels on the Vulkan target (spirv/gather_scatter.py) against onnxruntime: wrapped
 negative indices, i32 and i64 indices, 4- and 8-byte elements, GatherND's batch dims and
-ScatterElements' reductions over duplicate indices (applied in index order)."""
+ScatterElements' and ScatterND's reductions over duplicate indices (applied in index order)."""
 from __future__ import annotations
 
 import numpy as np
@@ -44,6 +44,10 @@ CASES = {
                                         TensorProto.FLOAT, (2, 3), {"axis": 1, "reduction": "add"}),
     "scatter_elements_max_i32": ("ScatterElements", (3, 4), np.array([[1, 1, 2], [0, 0, 3]], np.int32),
                                  TensorProto.INT32, (2, 3), {"axis": 1, "reduction": "max"}),
+    "scatter_nd_rows_mul_duplicates": ("ScatterND", (4, 3), np.array([[1], [-1], [1]], np.int64), TensorProto.FLOAT,
+                                       (3, 3), {"reduction": "mul"}),
+    "scatter_nd_elements_none_i64": ("ScatterND", (3, 4), np.array([[0, 1], [2, -1]], np.int64), TensorProto.INT64,
+                                     (2,), {}),
     "scatter_elements_none_i64": ("ScatterElements", (5,), np.array([4, 0, -2], np.int64), TensorProto.INT64, (3,),
                                   {"axis": 0}),
 }

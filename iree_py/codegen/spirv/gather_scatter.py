@@ -1,4 +1,4 @@
-"""Gather, GatherElements, GatherND and ScatterElements on SPIR-V: element moves of any 4- or
+"""Gather, GatherElements, GatherND, ScatterElements and ScatterND on SPIR-V: element moves of any 4- or
 8-byte dtype (bits copied through int arrays; an 8-byte element is two words, the trailing axis of
 2 that kernels.words_spec gives every tensor but the indices), and scatter's reductions computed in
 f32 or i32.
@@ -13,6 +13,7 @@ dispatch, status 3; docs/vulkan.md).
   gather_nd         out[b, m, c] = data[b, idx[b, m, :], c]              one invocation per output
   scatter_elements  out = data, then out[p with p[axis] = idx[p]] op= updates[p] in index order:
                     one invocation does it all, so later updates see earlier ones
+  scatter_nd        out = data, then out[idx[m, :], c] op= updates[m, c] in index order, as above
 """
 from __future__ import annotations
 
@@ -62,21 +63,27 @@ def build_gather_elements(b: KernelBuilder, spec: KernelSpec) -> Dim:
     return total
 
 
+def _tuple_offset(b: KernelBuilder, spec: KernelSpec, row: Value, shape: list[Dim]) -> Value:
+    """Index tuple `row` (k indices at row * k) names the first k coordinates of a tensor of
+    `shape`: that element's offset in it."""
+    k = int(spec.inputs[1].shape[-1])
+    offset = b.int(0)
+    for j, stride in enumerate(strides(shape)[:k]):
+        at = read_index(b, 1, row * k + j, index_words(spec.inputs[1]), b.dim(shape[j]))
+        offset = offset + at * b.dim(stride)
+    return offset
+
+
 def build_gather_nd(b: KernelBuilder, spec: KernelSpec) -> Dim:
     data, indices = dims(spec.inputs[0]), dims(spec.inputs[1])
     batch_dims, k = int(spec.attrs["batch_dims"]), int(indices[-1])
-    words = index_words(spec.inputs[1])
     tuples, per_batch = product(indices[:-1]), product(indices[batch_dims:-1])
     batch_size, chunk = product(data[batch_dims:]), product(data[batch_dims + k:])
-    tuple_strides = strides(data[batch_dims:])
     total = product([tuples, chunk])
     with b.for_each(total) as index:
         row, c = index / b.dim(chunk), index % b.dim(chunk)
         offset = (row / b.dim(per_batch)) * b.dim(batch_size) + c
-        for j in range(k):
-            at = read_index(b, 1, row * k + j, words, b.dim(data[batch_dims + j]))
-            offset = offset + at * b.dim(tuple_strides[j])
-        b.store(2, index, b.load(0, offset))
+        b.store(2, index, b.load(0, offset + _tuple_offset(b, spec, row, data[batch_dims:])))
     return total
 
 
@@ -94,13 +101,32 @@ def _combine(b: KernelBuilder, reduction: str, old: Value, new: Value) -> Value:
     return new
 
 
+def _copy_data(b: KernelBuilder, spec: KernelSpec) -> None:
+    """A scatter's start: out = data, by the one invocation that then applies the updates."""
+    with b.loop(0, b.dim(product(dims(spec.inputs[0])))) as i:
+        b.store(3, i, b.load(0, i))
+
+
 def build_scatter_elements(b: KernelBuilder, spec: KernelSpec) -> Dim:
     reduction = str(spec.attrs["reduction"])
     updates = dims(spec.inputs[2])
     with b.for_each(1):
-        with b.loop(0, b.dim(product(dims(spec.inputs[0])))) as i:
-            b.store(3, i, b.load(0, i))
+        _copy_data(b, spec)
         with b.loop(0, b.dim(product(updates))) as u:
             at = _element_source(b, spec, u, updates)
             b.store(3, at, _combine(b, reduction, b.load(3, at), b.load(2, u)))
+    return 1
+
+
+def build_scatter_nd(b: KernelBuilder, spec: KernelSpec) -> Dim:
+    reduction = str(spec.attrs["reduction"])
+    data, indices = dims(spec.inputs[0]), dims(spec.inputs[1])
+    chunk = b.dim(product(data[int(indices[-1]):]))
+    with b.for_each(1):
+        _copy_data(b, spec)
+        with b.loop(0, b.dim(product(indices[:-1]))) as row:
+            offset = _tuple_offset(b, spec, row, data)
+            with b.loop(0, chunk) as c:
+                at = offset + c
+                b.store(3, at, _combine(b, reduction, b.load(3, at), b.load(2, row * chunk + c)))
     return 1

@@ -13,7 +13,7 @@ from iree_py.codegen.spirv.cumulative import ELEMENT_TYPES as CUMULATIVE_TYPES, 
 from iree_py.codegen.spirv.data_movement import build_concat, build_slice, build_transpose
 from iree_py.codegen.spirv.elementwise import build_elementwise, build_expand, tensor_scalars
 from iree_py.codegen.spirv.gather_scatter import (build_gather, build_gather_elements, build_gather_nd,
-                                                  build_scatter_elements)
+                                                  build_scatter_elements, build_scatter_nd)
 from iree_py.codegen.spirv.indexing import Dim
 from iree_py.codegen.spirv.matmul import build_matmul
 from iree_py.codegen.spirv.pad import build_pad
@@ -51,15 +51,16 @@ KERNEL_BUILDERS: dict[str, Builder] = {
     "gather_elements": build_gather_elements,
     "gather_nd": build_gather_nd,
     "scatter_elements": build_scatter_elements,
+    "scatter_nd": build_scatter_nd,
     "pad": build_pad,
     "lrn": build_lrn,
 }
 # Kinds that only move elements: any 4-byte dtype, its bits copied through int arrays (scatter's
 # reductions compute in f32 or i32: element_types).
 DATA_MOVEMENT = ("expand", "transpose", "slice", "concat", "gather", "pad", "gather_elements", "gather_nd",
-                 "scatter_elements")
+                 "scatter_elements", "scatter_nd")
 # Kinds whose input 1 is an indices tensor (i32, or i64 read as low words), moved by no kernel.
-INDEXED = ("gather", "gather_elements", "gather_nd", "scatter_elements")
+INDEXED = ("gather", "gather_elements", "gather_nd", "scatter_elements", "scatter_nd")
 # Kinds whose bindings hold their tensors' dtype (scalars.py, cumulative.py), or that compute in
 # double: their shaders may declare capabilities, which plan.typed_refusal checks by building them.
 TYPED = ("elementwise", "cumsum", "cumprod", "resize_rt")
@@ -115,7 +116,8 @@ def element_types(spec: KernelSpec) -> list[str]:
     if spec.kind == "resize_rt":  # X and Y: f32, or another 4-byte dtype moved (nearest) as int words
         data = "f32" if spec.inputs[0].dtype == DType.f32 else "i32"
         return [data, "f32", "f32", data]
-    if spec.kind == "scatter_elements" and spec.attrs["reduction"] != "none" and spec.inputs[0].dtype == DType.f32:
+    scatter = spec.kind in ("scatter_elements", "scatter_nd")
+    if scatter and spec.attrs["reduction"] != "none" and spec.inputs[0].dtype == DType.f32:
         return ["f32", "i32", "f32", "f32"]
     return [("i32" if spec.kind in DATA_MOVEMENT else "f32")] * count
 

@@ -51,7 +51,7 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
         if spec.inputs[1].dtype not in (DType.i32, DType.i64):
             return f"{spec.kind} indices of dtype {spec.inputs[1].dtype.value} (it takes i32, i64)"
         checked.pop(1)
-    if spec.kind == "scatter_elements" and spec.attrs["reduction"] != "none":
+    if spec.kind in ("scatter_elements", "scatter_nd") and spec.attrs["reduction"] != "none":
         allowed = (DType.f32, DType.i32)  # computed, not moved
     if spec.kind == "pad" and spec.attrs["mode"] not in ("constant", "edge", "reflect", "symmetric", "wrap"):
         return f"pad mode {spec.attrs['mode']}"

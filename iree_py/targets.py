@@ -52,6 +52,7 @@ class Target:
     shader_int64: bool = False          # 64-bit integers (SPIR-V Int64): i64/u64 elementwise
     storage_buffer_8bit: bool = False   # 1-byte buffer elements (StorageBuffer8BitAccess): bool, i8, u8
     storage_buffer_16bit: bool = False  # 2-byte buffer elements (StorageBuffer16BitAccess): f16, i16, u16
+    shader_float64: bool = False        # 64-bit floats (SPIR-V Float64): f64 cumsum, resize_rt's double steps
 
     @property
     def vector_lanes_f32(self) -> int:

@@ -32,7 +32,7 @@ OPCODES = (
     "OpLogicalEqual", "OpLogicalNotEqual", "OpFOrdNotEqual", "OpFUnordEqual", "OpQuantizeToF16",
 )
 ENUMS = {
-    "Capability": ("Shader", "Int64", "Int16", "Int8", "Float16", "StorageBuffer8BitAccess",
+    "Capability": ("Shader", "Int64", "Int16", "Int8", "Float16", "Float64", "StorageBuffer8BitAccess",
                    "StorageBuffer16BitAccess"),
     "AddressingModel": ("Logical",),
     "MemoryModel": ("GLSL450",),

@@ -13,11 +13,11 @@ from iree_py.targets import available_targets, load_target
 LACKING: dict[str, set[str]] = {
     "llvm": set(),
     # The first Vulkan slice (docs/vulkan.md): f32 linear algebra, windows, softmax, reduce, data movement.
-    "spirv": {"argmax", "argmin", "bitcast", "conv_transpose", "cumprod", "cumsum", "dequantize",
-              "gather_elements", "gather_nd", "gru", "hardmax", "lppool", "lstm", "maxpool_index",
+    "spirv": {"bitcast", "conv_transpose", "dequantize",
+              "gru", "hardmax", "lppool", "lstm", "maxpool_index",
               "nms_output", "nms_select", "nonzero", "nonzero_count", "qadd", "qavgpool", "qconv",
               "qconv_dot", "qconv_transpose", "qdwconv", "qlookup", "qlstm", "qmatmul", "qsoftmax", "quantize",
-              "reduce_rt", "resize", "resize_rt", "rnn", "roi_align", "scatter_elements", "scatter_nd",
+              "resize", "rnn", "roi_align",
               "string_equal", "topk", "unique", "unique_count"},
 }
 

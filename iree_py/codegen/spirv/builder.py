@@ -10,7 +10,7 @@ The shader's interface (docs/vulkan.md):
 - workgroups of `local_size` x 1 x 1 invocations; kernels loop over their work with a grid stride,
   so any grid the limits allow covers any size.
 
-Values are `Value`s: a result id and a type name (TYPES: "f32", "i32", "u32", "i64", "bool"; the
+Values are `Value`s: a result id and a type name (TYPES: "f32", "f64", "i32", "u32", "i64", "bool"; the
 storage-only "u8", "u16" and "f16" of 1- and 2-byte buffers), with Python operators for arithmetic
 and signed ordering comparisons, so a kernel reads like the formula it computes. Indices are
 signed 32-bit (window arithmetic goes below zero); every size a kernel handles is < 2**31. A type
@@ -19,6 +19,7 @@ shader asks the device only for what it needs (the driver checks the features at
 """
 from __future__ import annotations
 
+import struct
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
@@ -29,7 +30,7 @@ from iree_py.codegen.spirv.spirv_table import (ADDRESSINGMODEL, BUILTIN, CAPABIL
 from iree_py.codegen.spirv.writer import SpirvModule, encode_instruction, f32_bits
 from iree_py.ir.symbols import Call, Expr
 
-ELEMENT_TYPES = ("f32", "i32", "u32", "i64", "u8", "u16", "f16")
+ELEMENT_TYPES = ("f32", "i32", "u32", "i64", "u8", "u16", "f16", "f64")
 # name -> (OpTypeInt/OpTypeFloat, bits, signed, capability, extension); bool is OpTypeBool.
 TYPES: dict[str, tuple[str, int, bool, str, str]] = {
     "f32": ("float", 32, True, "", ""),
@@ -40,7 +41,10 @@ TYPES: dict[str, tuple[str, int, bool, str, str]] = {
     "u8": ("int", 8, False, "StorageBuffer8BitAccess", "SPV_KHR_8bit_storage"),
     "u16": ("int", 16, False, "StorageBuffer16BitAccess", "SPV_KHR_16bit_storage"),
     "f16": ("float", 16, True, "StorageBuffer16BitAccess", "SPV_KHR_16bit_storage"),
+    "f64": ("float", 64, True, "Float64", ""),
 }
+# The register types arithmetic and comparisons treat as floats (f16 is storage only).
+FLOATS = ("f32", "f64")
 
 
 def element_bytes(ty: str) -> int:
@@ -73,7 +77,7 @@ class Value:
     def _arith(self, other: "Value | int | float", int_op: str, float_op: str, swap: bool = False) -> "Value":
         other = self.b.lift(other, self.ty)
         a, c = (other, self) if swap else (self, other)
-        return self.b.op(float_op if self.ty == "f32" else int_op, self.ty, a, c)
+        return self.b.op(float_op if self.ty in FLOATS else int_op, self.ty, a, c)
 
     def __add__(self, o): return self._arith(o, "OpIAdd", "OpFAdd")
     def __radd__(self, o): return self._arith(o, "OpIAdd", "OpFAdd", swap=True)
@@ -87,11 +91,11 @@ class Value:
     def __mod__(self, o): return self._arith(o, "OpSRem", "OpFRem")       # floats: C fmod
 
     def __neg__(self):
-        return self.b.op("OpFNegate" if self.ty == "f32" else "OpSNegate", self.ty, self)
+        return self.b.op("OpFNegate" if self.ty in FLOATS else "OpSNegate", self.ty, self)
 
     def _compare(self, other, int_op: str, float_op: str) -> "Value":
         other = self.b.lift(other, self.ty)
-        return self.b.op(float_op if self.ty == "f32" else int_op, "bool", self, other)
+        return self.b.op(float_op if self.ty in FLOATS else int_op, "bool", self, other)
 
     def __lt__(self, o): return self._compare(o, "OpSLessThan", "OpFOrdLessThan")
     def __le__(self, o): return self._compare(o, "OpSLessThanEqual", "OpFOrdLessThanEqual")
@@ -225,6 +229,9 @@ class KernelBuilder:
             return self.float(value)
         if ty == "bool":
             return self.bool(bool(value))
+        if ty == "f64":
+            bits = int.from_bytes(struct.pack("<d", float(value)), "little")
+            return Value(self, self.m.constant_wide(self.types[ty], bits, 64), ty)
         return Value(self, self.m.constant_wide(self.types[ty], int(value), TYPES[ty][1]), ty)
 
     def float(self, value: float) -> Value:

@@ -56,3 +56,12 @@ def broadcast_index(b: KernelBuilder, out_coords: list[Value], in_shape: list[Di
             continue
         total = total + out_coords[offset + axis] * b.dim(s)
     return total
+
+
+def read_index(b: KernelBuilder, binding: int, position: Value, words: int, size: Value) -> Value:
+    """Index `position` of an i32 (words 1) or i64 (words 2, read as its low word: every index the
+    backend handles is < 2**31) indices binding, a negative one wrapped once by `size`, then clamped
+    into [0, size): this backend has no dispatch status to fail with yet (docs/vulkan.md)."""
+    k = b.load(binding, position * words)
+    k = b.select(k < 0, k + size, k)
+    return b.max(b.min(k, size - 1), 0)

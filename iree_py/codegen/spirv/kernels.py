@@ -6,15 +6,20 @@ import dataclasses
 from typing import Callable
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
+from iree_py.codegen.spirv.argminmax import build_argmax, build_argmin
 from iree_py.codegen.spirv.builder import KernelBuilder
 from iree_py.codegen.spirv.conv import build_conv2d
+from iree_py.codegen.spirv.cumulative import ELEMENT_TYPES as CUMULATIVE_TYPES, build_cumprod, build_cumsum
 from iree_py.codegen.spirv.data_movement import build_concat, build_slice, build_transpose
 from iree_py.codegen.spirv.elementwise import build_elementwise, build_expand, tensor_scalars
-from iree_py.codegen.spirv.gather_pad import build_gather, build_pad
+from iree_py.codegen.spirv.gather_scatter import (build_gather, build_gather_elements, build_gather_nd,
+                                                  build_scatter_elements, build_scatter_nd)
 from iree_py.codegen.spirv.indexing import Dim
 from iree_py.codegen.spirv.matmul import build_matmul
+from iree_py.codegen.spirv.pad import build_pad
 from iree_py.codegen.spirv.pool import build_avgpool, build_globalavgpool, build_lrn, build_maxpool
-from iree_py.codegen.spirv.reduce import build_reduce
+from iree_py.codegen.spirv.reduce import build_reduce, build_reduce_rt
+from iree_py.codegen.spirv.resize import build_resize_rt
 from iree_py.codegen.spirv.softmax import build_logsoftmax, build_softmax
 from iree_py.ir.symbols import Expr, call, dim
 from iree_py.ir.types import DType, TensorType
@@ -33,15 +38,32 @@ KERNEL_BUILDERS: dict[str, Builder] = {
     "softmax": build_softmax,
     "logsoftmax": build_logsoftmax,
     "reduce": build_reduce,
+    "reduce_rt": build_reduce_rt,
+    "resize_rt": build_resize_rt,
+    "argmax": build_argmax,
+    "argmin": build_argmin,
+    "cumsum": build_cumsum,
+    "cumprod": build_cumprod,
     "transpose": build_transpose,
     "slice": build_slice,
     "concat": build_concat,
     "gather": build_gather,
+    "gather_elements": build_gather_elements,
+    "gather_nd": build_gather_nd,
+    "scatter_elements": build_scatter_elements,
+    "scatter_nd": build_scatter_nd,
     "pad": build_pad,
     "lrn": build_lrn,
 }
-# Kinds that only move elements: any 4-byte dtype, its bits copied through int arrays.
-DATA_MOVEMENT = ("expand", "transpose", "slice", "concat", "gather", "pad")
+# Kinds that only move elements: any 4-byte dtype, its bits copied through int arrays (scatter's
+# reductions compute in f32 or i32: element_types).
+DATA_MOVEMENT = ("expand", "transpose", "slice", "concat", "gather", "pad", "gather_elements", "gather_nd",
+                 "scatter_elements", "scatter_nd")
+# Kinds whose input 1 is an indices tensor (i32, or i64 read as low words), moved by no kernel.
+INDEXED = ("gather", "gather_elements", "gather_nd", "scatter_elements", "scatter_nd")
+# Kinds whose bindings hold their tensors' dtype (scalars.py, cumulative.py), or that compute in
+# double: their shaders may declare capabilities, which plan.typed_refusal checks by building them.
+TYPED = ("elementwise", "cumsum", "cumprod", "resize_rt")
 FOUR_BYTE_DTYPES = (DType.f32, DType.i32, DType.u32)
 # 8-byte elements move as two 32-bit words: the spec gains a trailing axis of 2 (words_spec).
 EIGHT_BYTE_DTYPES = (DType.i64, DType.u64, DType.f64)
@@ -49,8 +71,8 @@ EIGHT_BYTE_DTYPES = (DType.i64, DType.u64, DType.f64)
 
 def words_spec(spec: KernelSpec) -> KernelSpec:
     """A data-movement spec on 8-byte elements as the same move on 32-bit words: every tensor but
-    gather's indices gets a trailing axis of 2 (the element's low and high word), which the move
-    copies as it is."""
+    the indices gets a trailing axis of 2 (the element's low and high word), which the move copies
+    as it is."""
     if spec.kind not in DATA_MOVEMENT or spec.inputs[0].dtype not in EIGHT_BYTE_DTYPES:
         return spec
 
@@ -58,7 +80,7 @@ def words_spec(spec: KernelSpec) -> KernelSpec:
         return TensorType(DType.i32, (*t.shape, 2))
 
     inputs = [widen(t) for t in spec.inputs]
-    if spec.kind == "gather":
+    if spec.kind in INDEXED:
         inputs[1] = spec.inputs[1]
     attrs = dict(spec.attrs)
     rank = spec.inputs[0].rank
@@ -79,11 +101,25 @@ def kernel_symbols(spec: KernelSpec) -> tuple[str, ...]:
 
 
 def element_types(spec: KernelSpec) -> list[str]:
-    """Each binding's storage element type: elementwise tensors by dtype (scalars.py), data
-    movement through int words, the rest f32."""
+    """Each binding's storage element type: elementwise and cumulative tensors by dtype
+    (scalars.py), data movement through int words (a scatter reduction on f32 in floats), argmax's
+    i64 result as int words, the rest f32."""
+    count = len(spec.inputs) + len(spec.outputs)
     if spec.kind == "elementwise":
         return [s.storage for s in tensor_scalars(spec)]
-    return [("i32" if spec.kind in DATA_MOVEMENT else "f32")] * (len(spec.inputs) + len(spec.outputs))
+    if spec.kind in ("cumsum", "cumprod"):
+        return [CUMULATIVE_TYPES[t.dtype] for t in (*spec.inputs, *spec.outputs)]
+    if spec.kind in ("argmax", "argmin"):
+        return ["f32", "i32"]
+    if spec.kind == "reduce_rt":  # the i64 axes mask as int words
+        return ["f32", "i32", "f32"]
+    if spec.kind == "resize_rt":  # X and Y: f32, or another 4-byte dtype moved (nearest) as int words
+        data = "f32" if spec.inputs[0].dtype == DType.f32 else "i32"
+        return [data, "f32", "f32", data]
+    scatter = spec.kind in ("scatter_elements", "scatter_nd")
+    if scatter and spec.attrs["reduction"] != "none" and spec.inputs[0].dtype == DType.f32:
+        return ["f32", "i32", "f32", "f32"]
+    return [("i32" if spec.kind in DATA_MOVEMENT else "f32")] * count
 
 
 def start_kernel(spec: KernelSpec, target: Target) -> tuple[KernelBuilder, Dim]:

@@ -3,18 +3,20 @@ naming the node when this backend cannot build it — never a fallback to anothe
 from __future__ import annotations
 
 from iree_py.codegen.dispatch import Dispatch
-from iree_py.codegen.spirv.kernels import (DATA_MOVEMENT, EIGHT_BYTE_DTYPES, FOUR_BYTE_DTYPES, KERNEL_BUILDERS,
-                                           kernel_symbols, start_kernel)
+from iree_py.codegen.spirv.kernels import (DATA_MOVEMENT, EIGHT_BYTE_DTYPES, FOUR_BYTE_DTYPES, INDEXED,
+                                           KERNEL_BUILDERS, TYPED, kernel_symbols, start_kernel)
 from iree_py.codegen.spirv.math import BINARY, UNARY
+from iree_py.codegen.spirv.resize import TAPS
 from iree_py.codegen.spirv.typed_math import UnsupportedStep
 from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelSpec
+from iree_py.ir.resize_math import COORDINATE_MODES, NEAREST_MODES
 from iree_py.ir.types import DType
 from iree_py.targets import Target
 
 # A capability a shader declares -> the target flag that grants it (targets/vulkan.toml).
 CAPABILITY_FLAGS = {"Int64": "shader_int64", "StorageBuffer8BitAccess": "storage_buffer_8bit",
-                    "StorageBuffer16BitAccess": "storage_buffer_16bit"}
+                    "StorageBuffer16BitAccess": "storage_buffer_16bit", "Float64": "shader_float64"}
 
 
 def plan(dispatch: Dispatch, target: Target) -> Dispatch:
@@ -33,19 +35,33 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
         return f"the backend has no builder for it (it builds {', '.join(sorted(KERNEL_BUILDERS))})"
     allowed = (*FOUR_BYTE_DTYPES, *EIGHT_BYTE_DTYPES) if spec.kind in DATA_MOVEMENT else (DType.f32,)
     checked = list((*spec.inputs, *spec.outputs))
-    if spec.kind == "gather":  # indices: i32, or i64 read as their low words
-        if spec.inputs[1].dtype not in (DType.i32, DType.i64):
-            return f"gather indices of dtype {spec.inputs[1].dtype.value} (it takes i32, i64)"
+    if spec.kind in ("cumsum", "cumprod"):
+        allowed = (DType.f32, DType.f64, DType.i32, DType.i64)
+    if spec.kind in ("argmax", "argmin"):  # the i64 index is stored as two words
+        checked.pop()
+    if spec.kind == "reduce_rt":  # the i64 axes mask is read as words
         checked.pop(1)
+    if spec.kind == "resize_rt":
+        why = resize_refusal(spec)
+        if why is not None:
+            return why
+        if spec.attrs["mode"] == "nearest":
+            allowed = (*FOUR_BYTE_DTYPES,)  # moved, not blended
+    if spec.kind in INDEXED:  # indices: i32, or i64 read as their low words
+        if spec.inputs[1].dtype not in (DType.i32, DType.i64):
+            return f"{spec.kind} indices of dtype {spec.inputs[1].dtype.value} (it takes i32, i64)"
+        checked.pop(1)
+    if spec.kind in ("scatter_elements", "scatter_nd") and spec.attrs["reduction"] != "none":
+        allowed = (DType.f32, DType.i32)  # computed, not moved
     if spec.kind == "pad" and spec.attrs["mode"] not in ("constant", "edge", "reflect", "symmetric", "wrap"):
         return f"pad mode {spec.attrs['mode']}"
     if spec.kind == "elementwise":
-        checked = []  # each dtype as scalars.py stores it: elementwise_refusal tries the build
+        checked = []  # each dtype as scalars.py stores it: typed_refusal tries the build
     for t in checked:
         if t.dtype not in allowed:
             return f"dtype {t.dtype.value} (it takes {', '.join(d.value for d in allowed)})"
-    if spec.kind == "elementwise":
-        why = elementwise_refusal(spec, target)
+    if spec.kind in TYPED:
+        why = typed_refusal(spec, target)
         if why is not None:
             return why
     for op in spec.epilogue:
@@ -62,13 +78,28 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
     return None
 
 
-def elementwise_refusal(spec: KernelSpec, target: Target) -> str | None:
-    """Why the typed elementwise kernel cannot be built for the target: a dtype or step the
-    backend lacks (found by building it), or a capability the target's flags do not grant."""
+def resize_refusal(spec: KernelSpec) -> str | None:
+    """What of a resize_rt spec the SPIR-V kernel does not build (spirv/resize.py)."""
+    attrs = spec.attrs
+    if attrs.get("antialias", 0):
+        return "resize antialias"
+    if attrs["mode"] not in TAPS:
+        return f"resize mode {attrs['mode']}"
+    if attrs["coordinate_mode"] not in COORDINATE_MODES:
+        return f"resize coordinate_transformation_mode {attrs['coordinate_mode']}"
+    if attrs["mode"] == "nearest" and attrs["nearest_mode"] not in NEAREST_MODES:
+        return f"resize nearest_mode {attrs['nearest_mode']}"
+    return None
+
+
+def typed_refusal(spec: KernelSpec, target: Target) -> str | None:
+    """Why a kernel whose bindings hold their dtypes (kernels.TYPED) cannot be built for the
+    target: a dtype or step the backend lacks (found by building it), or a capability the target's
+    flags do not grant."""
     try:
         b, _ = start_kernel(spec, target)
     except UnsupportedStep as e:
-        return f"elementwise {e}"
+        return f"{spec.kind} {e}"
     for capability in sorted(b.capabilities):
         flag = CAPABILITY_FLAGS.get(capability)
         if flag is None:

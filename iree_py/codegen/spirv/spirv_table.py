@@ -106,6 +106,7 @@ CAPABILITY: dict[str, int] = {
     "Int16": 22,
     "Int8": 39,
     "Float16": 9,
+    "Float64": 10,
     "StorageBuffer8BitAccess": 4448,
     "StorageBuffer16BitAccess": 4433,
 }

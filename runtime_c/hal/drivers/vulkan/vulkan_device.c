@@ -4,6 +4,7 @@
 #include "vulkan_device.h"
 
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,7 @@ typedef enum irp_vk_feature_e {
   IRP_VK_FEATURE_INT64 = 1u << 0,
   IRP_VK_FEATURE_STORAGE_8BIT = 1u << 1,
   IRP_VK_FEATURE_STORAGE_16BIT = 1u << 2,
+  IRP_VK_FEATURE_FLOAT64 = 1u << 3,
 } irp_vk_feature_t;
 
 typedef struct irp_vk_feature_info_t {
@@ -38,6 +40,7 @@ static const irp_vk_feature_info_t irp_vk_features[] = {
     {IRP_VK_FEATURE_STORAGE_8BIT, 4448u, "storageBuffer8BitAccess", "StorageBuffer8BitAccess", "storage_buffer_8bit"},
     {IRP_VK_FEATURE_STORAGE_16BIT, 4433u, "storageBuffer16BitAccess", "StorageBuffer16BitAccess",
      "storage_buffer_16bit"},
+    {IRP_VK_FEATURE_FLOAT64, 10u, "shaderFloat64", "Float64", "shader_float64"},
 };
 #define IRP_VK_FEATURE_COUNT (sizeof(irp_vk_features) / sizeof(irp_vk_features[0]))
 
@@ -391,15 +394,19 @@ static irp_status_t irp_vk_prepare_executable(irp_hal_device_t* device, const ir
 
 /* --- dispatch --------------------------------------------------------------------------------- */
 
+/* Runs what is recorded and waits for it; the staged copies go back to their callers' buffers and the staging range
+   is free again (also when nothing was recorded: copies staged for a dispatch that failed before recording). */
 static irp_status_t irp_vk_submit(irp_vk_device_t* vk, irp_diag_t* diag) {
-  if (vk->recorded == 0) return IRP_OK;
-  vk->recorded = 0;
-  IRP_VK_CHECK(diag, vk->vkEndCommandBuffer(vk->commands), "vkEndCommandBuffer");
-  VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &vk->commands};
-  IRP_VK_CHECK(diag, vk->vkQueueSubmit(vk->queue, 1, &submit, vk->fence), "vkQueueSubmit");
-  IRP_VK_CHECK(diag, vk->vkWaitForFences(vk->device, 1, &vk->fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
-  IRP_VK_CHECK(diag, vk->vkResetFences(vk->device, 1, &vk->fence), "vkResetFences");
-  IRP_VK_CHECK(diag, vk->vkResetCommandBuffer(vk->commands, 0), "vkResetCommandBuffer");
+  if (vk->recorded > 0) {
+    vk->recorded = 0;
+    IRP_VK_CHECK(diag, vk->vkEndCommandBuffer(vk->commands), "vkEndCommandBuffer");
+    VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
+                           .pCommandBuffers = &vk->commands};
+    IRP_VK_CHECK(diag, vk->vkQueueSubmit(vk->queue, 1, &submit, vk->fence), "vkQueueSubmit");
+    IRP_VK_CHECK(diag, vk->vkWaitForFences(vk->device, 1, &vk->fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+    IRP_VK_CHECK(diag, vk->vkResetFences(vk->device, 1, &vk->fence), "vkResetFences");
+    IRP_VK_CHECK(diag, vk->vkResetCommandBuffer(vk->commands, 0), "vkResetCommandBuffer");
+  }
   for (uint32_t i = 0; i < vk->staged_count; ++i) {
     const irp_vk_staged_t* s = &vk->staged[i];
     const uint8_t* copy = vk->staging.mapped + s->offset;
@@ -414,36 +421,72 @@ static irp_status_t irp_vk_synchronize(irp_hal_device_t* device, irp_diag_t* dia
   return irp_vk_submit((irp_vk_device_t*)device, diag);
 }
 
-/* Where the dispatch finds the host bytes [data, data + length): a range, or a staged copy. */
-static irp_status_t irp_vk_locate(irp_vk_device_t* vk, uint8_t* data, size_t length, VkBuffer* out_buffer,
-                                  size_t* out_offset, size_t* out_size, irp_diag_t* diag) {
+#define IRP_VK_STAGING_ALIGNMENT 64
+
+/* Where the host bytes [data, data + length) already are on the device: a range, or a copy staged for the
+   submission being recorded. False when neither holds them. */
+static bool irp_vk_find(const irp_vk_device_t* vk, const uint8_t* data, size_t length, VkBuffer* out_buffer,
+                        size_t* out_offset, size_t* out_size) {
   for (int i = 0; i < IRP_VK_MAX_RANGES; ++i) {
     const irp_vk_range_t* r = &vk->ranges[i];
     if (r->buffer != VK_NULL_HANDLE && data >= r->host && length <= r->size && (size_t)(data - r->host) <= r->size - length) {
       *out_buffer = r->buffer, *out_offset = (size_t)(data - r->host), *out_size = r->size;
-      return IRP_OK;
+      return true;
     }
   }
   for (uint32_t i = 0; i < vk->staged_count; ++i) {
     const irp_vk_staged_t* s = &vk->staged[i];
     if (data >= s->host && length <= s->length && (size_t)(data - s->host) <= s->length - length) {
       *out_buffer = vk->staging.buffer, *out_offset = s->offset + (size_t)(data - s->host), *out_size = vk->staging.size;
-      return IRP_OK;
+      return true;
     }
   }
-  size_t alignment = 64;
-  size_t offset = (vk->staging_used + alignment - 1) & ~(alignment - 1);
-  size_t need = offset + (length > 0 ? length : 4);
-  if (vk->staged_count == IRP_VULKAN_MAX_STAGED || need > vk->staging.size) {
-    /* Make room: run what is recorded (its staged copies go back), then grow the staging buffer. */
-    IRP_RETURN_IF_ERROR(irp_vk_submit(vk, diag));
-    offset = 0;
-    need = length > 0 ? length : 4;
-    if (need > vk->staging.size) {
-      size_t size = vk->staging.size * 2 > need ? vk->staging.size * 2 : need;
-      irp_vk_range_release(vk, &vk->staging);
-      IRP_RETURN_IF_ERROR(irp_vk_range_create(vk, size, &vk->staging, diag));
-    }
+  return false;
+}
+
+/* The staging bytes (a bound: each copy's aligned start, then its bytes) and copies the dispatch's bindings that are
+   not on the device yet need. */
+static size_t irp_vk_staging_need(const irp_vk_device_t* vk, const irp_dispatch_state_t* state, uint32_t* out_copies) {
+  size_t need = 0;
+  *out_copies = 0;
+  for (uint32_t i = 0; i < state->binding_count; ++i) {
+    VkBuffer buffer;
+    size_t offset, size, length = state->binding_lengths[i];
+    if (irp_vk_find(vk, (const uint8_t*)state->bindings[i], length, &buffer, &offset, &size)) continue;
+    need += IRP_VK_STAGING_ALIGNMENT + (length > 0 ? length : 4);
+    *out_copies += 1;
+  }
+  return need;
+}
+
+/* Room in the staging range for every binding of the dispatch that must be staged, made before any binding is
+   located: making room submits what is recorded (its staged copies go back and the range is reused from byte 0)
+   and may replace the range by a larger one, which would leave a binding already located pointing at a copy
+   overwritten or freed. */
+static irp_status_t irp_vk_reserve_staging(irp_vk_device_t* vk, const irp_dispatch_state_t* state,
+                                           irp_diag_t* diag) {
+  uint32_t copies;
+  size_t need = irp_vk_staging_need(vk, state, &copies);
+  if (vk->staged_count + copies <= IRP_VULKAN_MAX_STAGED && vk->staging_used + need <= vk->staging.size) return IRP_OK;
+  IRP_RETURN_IF_ERROR(irp_vk_submit(vk, diag));
+  need = irp_vk_staging_need(vk, state, &copies); /* nothing is staged now: copies made for earlier dispatches too */
+  if (need > vk->staging.size) {
+    size_t size = vk->staging.size * 2 > need ? vk->staging.size * 2 : need;
+    irp_vk_range_release(vk, &vk->staging);
+    IRP_RETURN_IF_ERROR(irp_vk_range_create(vk, size, &vk->staging, diag));
+  }
+  return IRP_OK;
+}
+
+/* Where the dispatch finds the host bytes [data, data + length): a range, or a staged copy, made now in the room
+   irp_vk_reserve_staging left. */
+static irp_status_t irp_vk_locate(irp_vk_device_t* vk, uint8_t* data, size_t length, VkBuffer* out_buffer,
+                                  size_t* out_offset, size_t* out_size, irp_diag_t* diag) {
+  if (irp_vk_find(vk, data, length, out_buffer, out_offset, out_size)) return IRP_OK;
+  size_t offset = (vk->staging_used + IRP_VK_STAGING_ALIGNMENT - 1) & ~(size_t)(IRP_VK_STAGING_ALIGNMENT - 1);
+  if (vk->staged_count == IRP_VULKAN_MAX_STAGED || offset + (length > 0 ? length : 4) > vk->staging.size) {
+    return IRP_FAIL(diag, IRP_RUNTIME_FAILURE, "vulkan: a staged copy of %zu bytes does not fit the room reserved "
+                    "for its dispatch", length);
   }
   memcpy(vk->staging.mapped + offset, data, length);
   irp_vk_staged_t staged = {data, length, offset};
@@ -475,6 +518,7 @@ static irp_status_t irp_vk_dispatch(irp_hal_device_t* device, const irp_hal_disp
   VkWriteDescriptorSet writes[32];
   uint32_t words[IRP_MAX_BINDINGS + IRP_MAX_PUSH_CONSTANTS];
   size_t alignment = vk->limits.minStorageBufferOffsetAlignment > 0 ? vk->limits.minStorageBufferOffsetAlignment : 1;
+  IRP_RETURN_IF_ERROR(irp_vk_reserve_staging(vk, state, diag));
   for (uint32_t i = 0; i < state->binding_count; ++i) {
     VkBuffer buffer;
     size_t offset, size;
@@ -580,6 +624,7 @@ static uint32_t irp_vk_query_features(irp_vk_device_t* vk, VkPhysicalDevice phys
   vk->vkGetPhysicalDeviceFeatures2(physical, &features);
   uint32_t found = 0;
   if (features.features.shaderInt64) found |= IRP_VK_FEATURE_INT64;
+  if (features.features.shaderFloat64) found |= IRP_VK_FEATURE_FLOAT64;
   if (has_12 && v12.storageBuffer8BitAccess) found |= IRP_VK_FEATURE_STORAGE_8BIT;
   if (has_12 && v11.storageBuffer16BitAccess) found |= IRP_VK_FEATURE_STORAGE_16BIT;
   for (size_t i = 0; i < IRP_VK_FEATURE_COUNT; ++i) {
@@ -663,7 +708,8 @@ static irp_status_t irp_vk_create_logical(irp_vk_device_t* vk, irp_diag_t* diag)
                                           .pNext = &v12,
                                           .storageBuffer16BitAccess = (vk->features & IRP_VK_FEATURE_STORAGE_16BIT) != 0};
   VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-                                        .features = {.shaderInt64 = (vk->features & IRP_VK_FEATURE_INT64) != 0}};
+                                        .features = {.shaderInt64 = (vk->features & IRP_VK_FEATURE_INT64) != 0,
+                                                     .shaderFloat64 = (vk->features & IRP_VK_FEATURE_FLOAT64) != 0}};
   int has_12 = VK_API_VERSION_MINOR(vk->api_version) >= 2 || VK_API_VERSION_MAJOR(vk->api_version) > 1;
   if (has_12) features.pNext = &v11;
   VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &features,

@@ -1,14 +1,7 @@
-"""Gather and pad on SPIR-V: element moves of any 4-byte dtype (bits copied through int arrays),
-one invocation per output element.
-
-gather: the indices binding is read as 32-bit words; i64 indices are read as their low word
-(little-endian; every index the backend handles is < 2**31, so the low word as a signed i32 is the
-index, negative ones included), so no Int64 capability is needed. A negative index wraps once; an
-index still out of range is clamped into the axis: this backend has no dispatch status to fail
-with yet (the CPU backend fails the dispatch, status 3) — docs/vulkan.md.
-
-pad: output index o on an axis reads s = o - begin; constant mode writes the value where s is
-outside the input, the other modes map s into the cropped input (negative pads crop) by the mode.
+"""Pad on SPIR-V: an element move of any 4- or 8-byte dtype (bits copied through int arrays), one
+invocation per output element. Output index o on an axis reads s = o - begin; constant mode writes
+the value where s is outside the input, the other modes map s into the cropped input (negative
+pads crop) by the mode.
 """
 from __future__ import annotations
 
@@ -19,23 +12,6 @@ from iree_py.codegen.spirv.builder import KernelBuilder, Value
 from iree_py.codegen.spirv.indexing import Dim, dims, linear, product, unravel
 from iree_py.ir.symbols import Expr, dim
 from iree_py.ir.types import DType
-
-
-def build_gather(b: KernelBuilder, spec: KernelSpec) -> Dim:
-    data, indices = dims(spec.inputs[0]), dims(spec.inputs[1])
-    axis = int(spec.attrs["axis"])
-    words = 2 if spec.inputs[1].dtype in (DType.i64, DType.u64) else 1
-    outer, count, inner = product(data[:axis]), product(indices), product(data[axis + 1:])
-    out_shape = [outer, count, inner]
-    total = product(out_shape)
-    size = b.dim(data[axis])
-    with b.for_each(total) as index:
-        o, position, i = unravel(b, index, out_shape)
-        k = b.load(1, position * words)
-        k = b.select(k < 0, k + size, k)
-        k = b.max(b.min(k, size - 1), 0)
-        b.store(2, index, b.load(0, linear(b, [o, k, i], [outer, data[axis], inner])))
-    return total
 
 
 def fill_words(value: float, dtype: DType) -> list[int]:

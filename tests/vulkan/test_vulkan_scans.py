@@ -1,0 +1,52 @@
+"""CumSum, CumProd, ArgMax and ArgMin on the Vulkan target (spirv/cumulative.py, argminmax.py)
+against onnxruntime: exclusive and reverse running sums in f32, f64, i32 and i64, and the tie rules of
+select_last_index on inputs with repeated values."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from harness import check_against_reference, model
+from test_ops import retyped
+
+rng = np.random.default_rng(11)
+
+
+def _cumulative(op: str, shape: tuple[int, ...], dtype: int, axis: int, **attrs):
+    m = model([helper.make_node(op, ["x", "a"], ["y"], name="scan", **attrs)], {"x": shape}, ["y"],
+              {"a": np.array(axis, np.int64)}, opset=14)
+    return retyped(m, x=dtype, y=dtype)
+
+
+def _values(shape: tuple[int, ...], dtype: int) -> np.ndarray:
+    if dtype in (TensorProto.FLOAT, TensorProto.DOUBLE):
+        return rng.standard_normal(shape).astype(helper.tensor_dtype_to_np_dtype(dtype))
+    return rng.integers(-50, 50, shape).astype(helper.tensor_dtype_to_np_dtype(dtype))
+
+
+CUMULATIVE = {
+    "cumsum_f32_axis1": ("CumSum", (3, 5, 4), TensorProto.FLOAT, 1, {}),
+    "cumsum_f32_exclusive_reverse": ("CumSum", (4, 6), TensorProto.FLOAT, -1, {"exclusive": 1, "reverse": 1}),
+    "cumsum_i32_reverse": ("CumSum", (7,), TensorProto.INT32, 0, {"reverse": 1}),
+    "cumsum_i64_exclusive": ("CumSum", (2, 5), TensorProto.INT64, 1, {"exclusive": 1}),
+    "cumsum_f64_reverse": ("CumSum", (3, 4), TensorProto.DOUBLE, 0, {"reverse": 1}),
+    "cumsum_f64_exclusive": ("CumSum", (9,), TensorProto.DOUBLE, 0, {"exclusive": 1}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CUMULATIVE))
+def test_cumulative_matches_onnxruntime_on_vulkan(case: str):
+    op, shape, dtype, axis, attrs = CUMULATIVE[case]
+    check_against_reference(_cumulative(op, shape, dtype, axis, **attrs), "vulkan", inputs=[_values(shape, dtype)])
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("last", [0, 1])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_argminmax_ties_match_onnxruntime_on_vulkan(op: str, last: int, axis: int):
+    m = model([helper.make_node(op, ["x"], ["y"], name="arg", axis=axis, keepdims=1, select_last_index=last)],
+              {"x": (3, 4, 5)}, ["y"], opset=13)
+    m.graph.output[0].type.tensor_type.elem_type = TensorProto.INT64
+    x = rng.integers(0, 3, (3, 4, 5)).astype(np.float32)  # many ties
+    check_against_reference(m, "vulkan", inputs=[x])

@@ -175,7 +175,12 @@ MODELS: tuple[RealModel, ...] = (
     RealModel("ddddocr_common_old", DDDDOCR, "ddddocr/common_old.onnx",
               "b8f2ad9cbc1f2e3922a6cb9459e30824e7e2467f3fb4fd61420640e34ea0bf68",
               "onnxruntime quantize (dynamic int8, opset 12)",
-              "OCR, dynamically quantized: ConvInteger, MatMulInteger, DynamicQuantizeLSTM", ocr_widths(96, 160)),
+              "OCR, dynamically quantized: ConvInteger, MatMulInteger, DynamicQuantizeLSTM", ocr_widths(96, 160),
+              # Bit-identical to onnxruntime on the Intel hosts it was checked on (docs/decisions.md); on
+              # an AMD znver3 host the 64x160 logits differ by 9.1e-4 x max (one quantization step moved
+              # somewhere in the chain, as MLAS takes other code paths there). 2e-3 still catches the
+              # exp-based sigmoid's 3.1e-3 at this width.
+              loose=((0, 2e-3),)),
     RealModel("ddddocr_common_det", DDDDOCR, "ddddocr/common_det.onnx",
               "6faa8ea85a8c1a634e5050c4a138fca10f30194e0d7abbe9ade1fcd423af6ed6",
               "PyTorch 1.9 (opset 11)", "YOLOX-style detector with decoded head, 416x416",

@@ -120,6 +120,21 @@ def test_a_shader_needing_a_feature_the_device_lacks_is_refused_at_load(tmp_path
             "(compile for a target with shader_int64 = false)") in result.stderr, result.stderr
 
 
+def test_a_float64_shader_is_refused_at_load_without_shader_float64(tmp_path: Path):
+    """The same refusal for Float64 (f64 cumsum declares it), the capability added after Int64."""
+    axis = helper.make_tensor("axis", 7, (), [0])
+    m = model([helper.make_node("Constant", [], ["axis"], value=axis),
+               helper.make_node("CumSum", ["x", "axis"], ["y"], name="cumsum")], {"x": (8,)}, ["y"])
+    for v in [*m.graph.input, *m.graph.output]:
+        v.type.tensor_type.elem_type = 11  # double
+    (tmp_path / "m.vmfb").write_bytes(iree_py.compile(m.SerializeToString(), target="vulkan"))
+    assert _load_in_subprocess(tmp_path / "m.vmfb", {}).returncode == 0
+    result = _load_in_subprocess(tmp_path / "m.vmfb", {"IRP_VULKAN_DISABLE_FEATURES": "shaderFloat64"})
+    assert result.returncode != 0
+    assert ("needs the device feature shaderFloat64 (SPIR-V capability Float64), which this device lacks "
+            "(compile for a target with shader_float64 = false)") in result.stderr, result.stderr
+
+
 def test_no_vulkan_device_is_a_clear_error(small_cnn_module: bytes, tmp_path: Path):
     (tmp_path / "m.vmfb").write_bytes(small_cnn_module)
     result = _load_in_subprocess(tmp_path / "m.vmfb", {"VK_ICD_FILENAMES": str(tmp_path / "none.json"),

@@ -57,6 +57,14 @@ typedef struct irp_hal_dispatch_t {
   uint32_t thread_span_count;
 } irp_hal_dispatch_t;
 
+/* The bytes a dispatch's bindings span: what traces report, and the size by which a CPU driver judges
+ * whether sharing the dispatch out among threads pays. */
+static inline uint64_t irp_hal_dispatch_binding_bytes(const irp_dispatch_state_t* state) {
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < state->binding_count; ++i) bytes += state->binding_lengths[i];
+  return bytes;
+}
+
 /* The first failing workgroup of a dispatch. */
 typedef struct irp_hal_kernel_failure_t {
   int32_t status; /* what its kernel returned; IRP_KERNEL_STATUS_OK when no kernel failed */

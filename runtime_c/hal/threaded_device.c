@@ -131,20 +131,13 @@ static void* irp_worker_main(void* arg) {
   }
 }
 
-/* The bytes a dispatch's bindings span: how much work it is, roughly, for choosing to share it. */
-static uint64_t irp_dispatch_bytes(const irp_dispatch_state_t* state) {
-  uint64_t bytes = 0;
-  for (uint32_t i = 0; i < state->binding_count; ++i) bytes += state->binding_lengths[i];
-  return bytes;
-}
-
 static irp_status_t irp_threaded_dispatch(irp_hal_device_t* base, const irp_hal_dispatch_t* dispatch,
                                           irp_hal_kernel_failure_t* out_failure, irp_diag_t* diag) {
   (void)diag;
   irp_threaded_device_t* device = (irp_threaded_device_t*)base;
   const uint32_t* count = dispatch->state.workgroup_count;
   uint64_t total = (uint64_t)count[0] * count[1] * count[2];
-  if (total <= 1 || irp_dispatch_bytes(&dispatch->state) < IRP_THREAD_INLINE_BYTES ||
+  if (total <= 1 || irp_hal_dispatch_binding_bytes(&dispatch->state) < IRP_THREAD_INLINE_BYTES ||
       atomic_load(&irp_fork_epoch) != device->fork_epoch) {
     return irp_hal_sync_dispatch(dispatch, out_failure);
   }

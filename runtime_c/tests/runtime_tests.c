@@ -542,7 +542,9 @@ static void test_threaded_device(void) {
     irp_hal_executable_t executable = {0};
     executable.entry_point_count = 1;
     executable.kernels = kernels;
-    uint32_t runs[4 * 3 * 2];
+    /* The 24 workgroups' counters, in a binding big enough (IRP_THREAD_INLINE_BYTES) to be shared out. */
+    static uint32_t runs[IRP_THREAD_INLINE_BYTES / sizeof(uint32_t)];
+    const size_t workgroups = 4 * 3 * 2;
     void* bindings[] = {runs};
     size_t binding_lengths[] = {sizeof(runs)};
     uint32_t push_constants[] = {0};
@@ -572,7 +574,7 @@ static void test_threaded_device(void) {
         CHECK(dispatch.thread_spans == NULL || traced == 24, "%u threads: spans hold %u of 24 workgroups",
               thread_counts[t], traced);
       }
-      for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); ++i) {
+      for (size_t i = 0; i < workgroups; ++i) {
         bool must_run = !(round & 1) || i <= failed;
         CHECK(runs[i] <= 1 && (!must_run || runs[i] == 1), "%u threads, round %d: workgroup %zu ran %u times",
               thread_counts[t], round, i, runs[i]);
@@ -585,6 +587,14 @@ static void test_threaded_device(void) {
     irp_hal_dispatch_t one = {&executable, 0, {{1, 1, 1}, 1, push_constants, single_bindings, single_lengths, 1, 0}, NULL, 0};
     irp_hal_kernel_failure_t failure = {IRP_KERNEL_STATUS_OK, {0, 0, 0}};
     CHECK(irp_hal_device_dispatch(device, &one, &failure, NULL) == IRP_OK && single[0] == 1, "one workgroup, inline");
+    /* A grid of many workgroups over bindings smaller than IRP_THREAD_INLINE_BYTES: the caller runs them all. */
+    memset(runs, 0, workgroups * sizeof(runs[0]));
+    memset(spans, 0, sizeof(spans));
+    size_t small_lengths[] = {workgroups * sizeof(runs[0])};
+    irp_hal_dispatch_t small = {&executable, 0, {{4, 3, 2}, 1, push_constants, bindings, small_lengths, 1, 0}, spans,
+                                thread_counts[t]};
+    CHECK(irp_hal_device_dispatch(device, &small, &failure, NULL) == IRP_OK && spans[0].workgroups == 24,
+          "%u threads: a small dispatch stays on the caller (it ran %u of 24)", thread_counts[t], spans[0].workgroups);
     irp_hal_threaded_device_release(device);
   }
   irp_hal_device_t* device = NULL;

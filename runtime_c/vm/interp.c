@@ -128,8 +128,7 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
     slot->nanoseconds += ended - started;
   }
   if (traced) {
-    uint64_t bytes = 0;
-    for (uint8_t i = 0; i < binding_count; ++i) bytes += binding_lengths[i];
+    uint64_t bytes = irp_hal_dispatch_binding_bytes(&dispatch.state);
     irp_vm_trace_event_t* event = &trace->events[trace->event_count++];
     *event = (irp_vm_trace_event_t){started, ended, executable->first_entry_index + entry_index,
                                     {(uint32_t)counts[0], (uint32_t)counts[1], (uint32_t)counts[2]}, bytes,

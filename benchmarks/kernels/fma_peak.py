@@ -57,8 +57,12 @@ def _loop_ir(lanes: int) -> str:
 
 
 def vector_widths_of_this_cpu() -> list[int]:
-    """The f32 vector widths (bits) the host CPU can run FMAs on."""
-    features = set(cpu_features(load_target("host")).split(","))
+    """The f32 vector widths (bits) the host CPU can run FMAs on: on x86-64 those its features name
+    (an x86 CPU without FMA3 has none), elsewhere the host target's own width."""
+    host = load_target("host")
+    if host.arch != "x86_64":
+        return [host.vector_bits]
+    features = set(cpu_features(host).split(","))
     if "+fma" not in features:
         return []
     return [128, 256] + ([512] if "+avx512f" in features else [])
@@ -99,7 +103,10 @@ def main() -> None:
     print(f"host CPU {llvm.get_host_cpu_name()}; the host target's kernels use {host.vector_bits}-bit vectors")
     print("| vector bits | GFLOP/s (1 thread) | vector FMAs per ns |")
     print("|---:|---:|---:|")
-    for bits in vector_widths_of_this_cpu():
+    widths = vector_widths_of_this_cpu()
+    if not widths:
+        raise SystemExit("fma_peak: this x86-64 CPU has no FMA3 (the kernels then use separate multiplies and adds)")
+    for bits in widths:
         g = peak_gflops(bits, args.seconds)
         print(f"| {bits} | {g:.1f} | {g / 2 / (bits // 32):.2f} |")
 

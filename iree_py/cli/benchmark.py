@@ -77,10 +77,8 @@ def _compare(ours: Callable[[], object], compare: str, inputs: list[np.ndarray],
 
 
 def _profile_table(module: LoadedModule, device: LocalDevice, repeat: int) -> list[str]:
-    sources = {}
-    for d in module.module.debug_info or []:
-        exe = module.module.executables[d.executable]
-        sources[exe.entry_points[d.entry_point].name] = ", ".join(d.source_nodes)
+    from iree_py.cli.trace import source_nodes
+    sources = source_nodes(module)
     rows = sorted(device.profile(), key=lambda p: -p.nanoseconds)
     total = sum(p.nanoseconds for p in rows) or 1
     lines = ["", f"{'kernel':<24}{'calls/run':>10}{'ms/run':>10}{'share':>8}  source nodes"]

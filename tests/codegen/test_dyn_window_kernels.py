@@ -12,6 +12,7 @@ from iree_py.codegen.llvm import build_executable
 from iree_py.codegen.llvm.jit import LoadedLibrary
 from iree_py.targets import load_target
 from iree_py.codegen.llvm.recurrent import OPS
+from iree_py.codegen.llvm.weight_packing import M_BLOCKED, m_blocked_shape, pack_m_blocked
 from iree_py.ir.ops import KERNELS
 from iree_py.ir.ops.recurrent import FUNCTIONS_PER_DIRECTION, GATES
 from iree_py.ir.ops.recurrent import KERNELS as RECURRENT_KERNELS
@@ -158,8 +159,11 @@ def _pool_reference(spec: KernelSpec, arrays: list[np.ndarray]) -> np.ndarray:
     return KERNELS["LpPool"]([x], attrs)
 
 
+# The wide rows give the maxpool/avgpool interior several whole vectors of output columns and a
+# remainder, at 8 and at 16 lanes, for strides 1 and 2.
 POOL_SIZES = [{"n": 1, "h": 7, "w": 9}, {"n": 2, "h": 4, "w": 5}, {"n": 0, "h": 6, "w": 6},
-              {"n": 1, "h": 12, "w": 3}, {"n": 1, "h": 5, "w": 33}]
+              {"n": 1, "h": 12, "w": 3}, {"n": 1, "h": 5, "w": 33}, {"n": 1, "h": 4, "w": 70},
+              {"n": 2, "h": 5, "w": 133}]
 
 
 def test_pools_dynamic_against_numpy() -> None:
@@ -246,12 +250,57 @@ def test_recurrent_dynamic_against_numpy() -> None:
     _run_at_sizes(specs, _recurrent_inputs, _recurrent_reference, RECURRENT_SIZES)
 
 
-def test_packed_conv_weight_is_refused() -> None:
-    spec = _conv_spec("dconv_packed", 4, 8, (3, 3))
-    packed = KernelSpec(spec.name, "conv2d", spec.inputs, spec.outputs,
-                        {**spec.attrs, "weight_layout": "m_blocked", "weight_lanes": 8})
-    with pytest.raises(ValueError, match="plain W"):
-        build_executable([packed], load_target("host"))
+def _packed(spec: KernelSpec, lanes: int) -> KernelSpec:
+    """`spec` on the channel-vector path (conv_channels.py): its weight, input 1, packed m_blocked
+    with V = `lanes`; _packed_inputs packs the array to match."""
+    m, cg, kh, kw = spec.inputs[1].shape
+    packed = m_blocked_shape((m, cg, kh, kw), spec.attrs["group"], lanes)
+    return KernelSpec(spec.name, "conv2d", (spec.inputs[0], _f32(*packed), *spec.inputs[2:]), spec.outputs,
+                      {**spec.attrs, "weight_layout": M_BLOCKED, "weight_lanes": lanes}, spec.epilogue)
+
+
+def _channel_path_case(lanes: int):
+    """(make_inputs, reference) for _packed specs: plain inputs are drawn and referenced, the weight
+    handed to the kernel packed."""
+    plain: dict[int, list[np.ndarray]] = {}
+
+    def make_inputs(spec: KernelSpec, symbols: dict[str, int]) -> list[np.ndarray]:
+        m, cg = spec.outputs[0].shape[1], spec.inputs[1].shape[3]
+        shapes = [spec.inputs[0].shape, (m, cg, *spec.inputs[1].shape[1:3]), *(t.shape for t in spec.inputs[2:])]
+        arrays = [RNG.standard_normal(tuple(evaluate(d, symbols) for d in shape)).astype(np.float32)
+                  for shape in shapes]
+        packed = [arrays[0], pack_m_blocked(arrays[1], spec.attrs["group"], lanes), *arrays[2:]]
+        plain[id(packed[1])] = arrays
+        return packed
+
+    def reference(spec: KernelSpec, arrays: list[np.ndarray]) -> np.ndarray:
+        return _conv_reference(spec, plain.pop(id(arrays[1])))
+    return make_inputs, reference
+
+
+@pytest.mark.parametrize("lanes", [8, 4])
+def test_conv2d_channel_path_dynamic_against_numpy(lanes: int) -> None:
+    """The channel-vector path on symbolic N, H, W: borders, interior tiles and the one-column
+    remainder at every row length (1 to 130 columns, an empty batch), full and partial channel
+    vectors, groups, strides, dilation, a 1x1 conv seen as one row of H*W pixels, and epilogues
+    whose "full" operand is gathered with the run-time OH*OW lane stride."""
+    specs = [_packed(spec, lanes) for spec in [
+        _conv_spec(f"chconv{lanes}_pad1_relu", 8, 16, (3, 3), pads=(1, 1, 1, 1), epilogue=(EpilogueOp("Relu"),)),
+        _conv_spec(f"chconv{lanes}_s2_partial", 6, 13, (3, 3), strides=(2, 2), pads=(1, 1, 1, 1)),
+        _conv_spec(f"chconv{lanes}_pointwise", 9, 20, (1, 1), bias=False),
+        _conv_spec(f"chconv{lanes}_group2", 8, 2 * lanes, (3, 3), pads=(1, 1, 1, 1), group=2),
+        _conv_spec(f"chconv{lanes}_dilated_asym", 4, 9, (3, 3), pads=(2, 1, 0, 2), dilations=(2, 2)),
+        _conv_spec(f"chconv{lanes}_wide_kernel", 4, 8, (5, 5), pads=(3, 3, 3, 3)),
+        _conv_spec(f"chconv{lanes}_full_operand", 4, 11, (3, 3), pads=(1, 1, 1, 1),
+                   epilogue=(EpilogueOp("Add", operand=3, operand_kind="full"), EpilogueOp("Relu")),
+                   operands=("full",)),
+        _conv_spec(f"chconv{lanes}_channel_operand", 5, 10, (1, 3), pads=(0, 1, 0, 1),
+                   epilogue=(EpilogueOp("Mul", operand=3, operand_kind="channel"),), operands=("channel",)),
+        _conv_spec(f"chconv{lanes}_batch_only", 4, 16, (3, 3), strides=(2, 2), pads=(1, 1, 1, 1), hw=(11, 20)),
+    ]]
+    make_inputs, reference = _channel_path_case(lanes)
+    sizes = CONV_SIZES + [{"n": 1, "h": 4, "w": w} for w in (1, 2, 49, 130)]
+    _run_at_sizes(specs, make_inputs, reference, sizes)
 
 
 def test_every_window_kernel_builds_for_arm64() -> None:

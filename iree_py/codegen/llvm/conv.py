@@ -37,8 +37,8 @@ vectorizes over output channels and needs the weight packed (weight_packing.py);
 it when that path is chosen and the spec then says attrs["weight_layout"] == "m_blocked". build()
 hands such specs over. On the zoo models that path runs 3x3 convs at 80-90% of this core's peak FMA
 rate at every row length, where the columns path reached 45% on 28-wide rows and 65% on 56-wide
-ones (benchmarks/kernels/fraction_of_peak.py). The choice is made for static shapes only: with a
-symbolic OW the channels path's static column split does not apply, and the columns path serves.
+ones (benchmarks/kernels/fraction_of_peak.py). The choice does not depend on whether the spatial
+dims are known: both paths take symbolic ones.
 """
 from __future__ import annotations
 
@@ -329,11 +329,8 @@ def choose_conv_strategy(s: ConvShape, target: Target) -> ConvStrategy:
 
     Channels when there are at least a vector of output channels per group and a few input
     channels per group to sum over, whatever the row length; columns for the rest (first layers
-    with 1-3 input channels, depthwise and small groups) and for a symbolic row length."""
+    with 1-3 input channels, depthwise and small groups), known or symbolic spatial dims alike."""
     lanes = lanes_f32(target)
-    row = pointwise_as_one_row(s)
-    if not isinstance(row.ow, int):  # the channel path's tiles are chosen for the known row length
-        return ConvStrategy("columns", lanes)
     if s.mg >= lanes and s.cg >= CHANNEL_PATH_MIN_INPUT_CHANNELS:
         return ConvStrategy("channels", lanes)
     return ConvStrategy("columns", lanes)
@@ -345,7 +342,7 @@ def build(spec: KernelSpec, module: ir.Module, target: Target) -> KernelInfo:
     agree = Agreements(f"conv2d kernel {spec.name}")
     s = pointwise_as_one_row(conv_shape(spec, agree))
     if s.weight_lanes:
-        return build_channel_vectors(spec, s, module, target)
+        return build_channel_vectors(spec, s, agree, module, target)
     check_epilogue(spec.epilogue, len(spec.inputs), spec.name)
     tiling = conv_tiling(target)
     tile_channels = min(tiling.channels, s.mg)

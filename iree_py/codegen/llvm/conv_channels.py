@@ -3,7 +3,11 @@ and a few input channels per group (conv.choose_conv_strategy). The weight comes
 (weight_packing.py): W'[g * MB, KH, KW, C/g, V], so one vector load is one weight tap for V
 consecutive output channels.
 
-Structure (all sizes static):
+N, H and W (so OH and OW) are ints or Exprs, as in conv.py: an int folds to a constant, an Expr is
+computed from the push constants. The tile is chosen for the known row length, or for rows of
+SYMBOLIC_EXTENT pixels when it is symbolic.
+
+Structure:
   grid      x = chunks of output rows (only as many as needed to give the grid about
             MIN_WORKGROUPS workgroups), y = channel blocks (group-major; a block is `vectors`
             channel vectors of V lanes), z = batch image.
@@ -12,9 +16,10 @@ Structure (all sizes static):
             the input channel c innermost: broadcast each pixel's x[c, iy, ix], load each weight
             vector, FMA. The packed weight makes the c loop read consecutive vectors.
   padding   tiles never mix pixels with different valid tap ranges, so the tap loops have one
-            range per tile and no per-element checks: output columns are split (statically) into
-            left border columns, interior columns (tiles of `cols`, then the remainder) and right
-            border columns (tiles one column wide); rows: the interior rows of a workgroup's range
+            range per tile and no per-element checks: output columns are split into left border
+            columns, interior columns (tiles of `cols`, then the remainder: one tile of its exact
+            width for a known OW, tiles one column wide for a symbolic one) and right border
+            columns (tiles one column wide); rows: the interior rows of a workgroup's range
             go in bands (`rows` rows for interior columns; for border columns as many as the
             registers allow), the border rows one by one with their own ky range. Tiles with
             too few accumulators to hide FMA latency (corners) keep several sets, one per c
@@ -34,16 +39,19 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
-from iree_py.codegen.llvm.common import begin_kernel
 from iree_py.codegen.llvm.conv_shape import ConvShape, valid_range
+from iree_py.codegen.llvm.dims import Agreements, DynamicKernel, begin_dynamic_kernel, product
 from iree_py.codegen.llvm.epilogue import (TilePosition, apply_epilogue, carried_loop, check_epilogue,
                                            fma, i64, if_else, imax, imin, load_tile, narrow_tile,
                                            scatter_tile, simple_loop, splat, zero)
+from iree_py.ir.symbols import Expr, call, dim
+from iree_py.ir.types import Dim
 from iree_py.targets import Target
 
 MAX_VECTORS = 4      # channel vectors per tile
 MIN_WORKGROUPS = 8   # split rows across workgroups only until the grid has about this many
 MIN_FMA_CHAINS = 8   # independent accumulators that hide FMA latency (2 FMAs per cycle × latency 4)
+SYMBOLIC_EXTENT = 32  # the interior rows/columns a tile is chosen for when their count is symbolic
 
 
 @dataclass(frozen=True)
@@ -79,9 +87,7 @@ def channel_tiling(s: ConvShape, lanes: int, target: Target) -> ChannelTiling:
     are adjacent in memory)."""
     budget = accumulator_budget(target)
     vectors_total = -(-s.mg // lanes)
-    lo, hi = s.interior_columns()
-    rlo, rhi = s.interior_rows()
-    cols, rows = max(1, hi - lo), max(1, rhi - rlo)
+    cols, rows = (_known_extent(*s.interior_columns()), _known_extent(*s.interior_rows()))
     best: tuple[float, float, int, ChannelTiling] | None = None
     for r in range(1, min(MAX_VECTORS, vectors_total, budget) + 1):
         for tw in range(1, min(cols, budget // r) + 1):
@@ -99,33 +105,65 @@ def channel_tiling(s: ConvShape, lanes: int, target: Target) -> ChannelTiling:
     return best[3]
 
 
+def _known_extent(lo: Dim, hi: Dim) -> int:
+    """hi - lo (at least 1) when both are known, else SYMBOLIC_EXTENT."""
+    return max(1, hi - lo) if isinstance(lo, int) and isinstance(hi, int) else SYMBOLIC_EXTENT
+
+
 @dataclass(frozen=True)
 class _ColumnPiece:
-    start: int
+    start: Dim
+    stop: Dim       # start + width * (number of tiles)
     width: int      # columns per tile
-    count: int      # tiles
     interior: bool  # every column reads inside the image: kx range is [0, KW)
     rows: int       # rows per tile where the rows are interior (others go one by one)
 
 
 def _column_pieces(s: ConvShape, tiling: ChannelTiling, accumulators: int) -> list[_ColumnPiece]:
-    """Interior columns in tiles of tiling.cols (then the remainder); each border column is a
-    tile one column wide and, over interior rows, as many rows tall as the registers allow."""
+    """Interior columns in tiles of tiling.cols, then the remainder (one tile of its width when OW
+    is known, tiles one column wide when not); each border column is a tile one column wide and,
+    over interior rows, as many rows tall as the registers allow."""
     lo, hi = s.interior_columns()
     rlo, rhi = s.interior_rows()
-    border_rows = max(1, min(rhi - rlo, accumulators // tiling.vectors))
-    pieces = [_ColumnPiece(0, 1, lo, False, border_rows)] if lo > 0 else []
+    interior_rows = rhi - rlo if isinstance(rlo, int) and isinstance(rhi, int) else accumulators
+
+    def rows_for(width: int) -> int:
+        return max(1, min(interior_rows, accumulators // (tiling.vectors * width)))
+
+    if not (isinstance(lo, int) and isinstance(hi, int) and isinstance(s.ow, int)):
+        full_end = dim(Expr.of(lo) + call("floordiv", Expr.of(hi) - lo, tiling.cols) * tiling.cols)
+        return [_ColumnPiece(0, lo, 1, False, rows_for(1)),
+                _ColumnPiece(lo, full_end, tiling.cols, True, tiling.rows),
+                _ColumnPiece(full_end, hi, 1, True, rows_for(1)),
+                _ColumnPiece(hi, s.ow, 1, False, rows_for(1))]
+    pieces = [_ColumnPiece(0, lo, 1, False, rows_for(1))] if lo > 0 else []
     if hi > lo:
         width = min(tiling.cols, hi - lo)
-        full = (hi - lo) // width
-        pieces.append(_ColumnPiece(lo, width, full, True, tiling.rows))
-        rest = (hi - lo) % width
-        if rest:
-            rows = max(1, min(rhi - rlo, accumulators // (tiling.vectors * rest)))
-            pieces.append(_ColumnPiece(lo + full * width, rest, 1, True, rows))
+        full_end = lo + (hi - lo) // width * width
+        pieces.append(_ColumnPiece(lo, full_end, width, True, tiling.rows))
+        if hi > full_end:
+            pieces.append(_ColumnPiece(full_end, hi, hi - full_end, True, rows_for(hi - full_end)))
     if s.ow > hi:
-        pieces.append(_ColumnPiece(hi, 1, s.ow - hi, False, border_rows))
+        pieces.append(_ColumnPiece(hi, s.ow, 1, False, rows_for(1)))
     return pieces
+
+
+def _scaled(b: ir.IRBuilder, size: int | ir.Value, k: int) -> ir.Value:
+    """size * k as an i64: a constant for a known size."""
+    return i64(size * k) if isinstance(size, int) else b.mul(size, i64(k))
+
+
+@dataclass(frozen=True)
+class _Sizes:
+    """The spatial sizes the loops read: Python ints when known, i64 values when symbolic."""
+
+    h: int | ir.Value
+    w: int | ir.Value
+    ow: int | ir.Value
+    in_plane: int | ir.Value   # H * W
+    out_plane: int | ir.Value  # OH * OW
+    rlo: ir.Value              # interior rows [rlo, rhi)
+    rhi: ir.Value
 
 
 @dataclass
@@ -134,6 +172,7 @@ class _Block:
 
     spec: KernelSpec
     s: ConvShape
+    sizes: _Sizes
     inputs: list[ir.Value]
     out: ir.Value
     x_image: ir.Value    # element offset of this image's first input channel of the group
@@ -147,12 +186,12 @@ class _Block:
 def _emit_tile(b: ir.IRBuilder, blk: _Block, oy: ir.Value, rows: int, ox: ir.Value, cols: int,
                ky_range: tuple[ir.Value, ir.Value], kx_range: tuple[ir.Value, ir.Value]) -> None:
     """Output channels of the block × pixels rows [oy, oy + rows) × columns [ox, ox + cols)."""
-    s = blk.s
+    s, z = blk.s, blk.sizes
     v = s.weight_lanes
     vectors = len(blk.lanes)
     pixels = [(r, q) for r in range(rows) for q in range(cols)]
-    x_offsets = [r * s.sh * s.w + q * s.sw for r, q in pixels]
-    x_tile = b.add(blk.x_image, b.add(b.mul(b.sub(b.mul(oy, i64(s.sh)), i64(s.pt)), i64(s.w)),
+    x_offsets = [b.add(_scaled(b, z.w, r * s.sh), i64(q * s.sw)) if r else i64(q * s.sw) for r, q in pixels]
+    x_tile = b.add(blk.x_image, b.add(b.mul(b.sub(b.mul(oy, i64(s.sh)), i64(s.pt)), _scaled(b, z.w, 1)),
                                       b.sub(b.mul(ox, i64(s.sw)), i64(s.pl))))
     vector_size = s.kh * s.kw * s.cg * v
     w_vectors = [b.mul(b.add(blk.w_vector, i64(i)), i64(vector_size)) for i in range(vectors)]
@@ -164,12 +203,12 @@ def _emit_tile(b: ir.IRBuilder, blk: _Block, oy: ir.Value, rows: int, ox: ir.Val
 
     def c_step(x_tap: ir.Value, w_tap: ir.Value, c: ir.Value, accs: list[ir.Value], split: int
                ) -> list[ir.Value]:
-        x_c = b.add(x_tap, b.mul(c, i64(s.h * s.w)))
+        x_c = b.add(x_tap, b.mul(c, _scaled(b, z.in_plane, 1)))
         w_c = b.add(w_tap, b.mul(c, i64(v)))
         weights = [load_tile(b, blk.inputs[1], b.add(w_vectors[i], w_c), v) for i in range(vectors)]
         accs = list(accs)
         for p, offset in enumerate(x_offsets):
-            x = splat(b, load_tile(b, blk.inputs[0], b.add(x_c, i64(offset)), 1), v)
+            x = splat(b, load_tile(b, blk.inputs[0], b.add(x_c, offset), 1), v)
             for i in range(vectors):
                 k = split * count + i * len(pixels) + p
                 accs[k] = fma(b, weights[i], x, accs[k])
@@ -181,7 +220,7 @@ def _emit_tile(b: ir.IRBuilder, blk: _Block, oy: ir.Value, rows: int, ox: ir.Val
         return accs
 
     def kx_step(ky: ir.Value, kx: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
-        x_tap = b.add(x_tile, b.add(b.mul(ky, i64(s.dh * s.w)), b.mul(kx, i64(s.dw))))
+        x_tap = b.add(x_tile, b.add(b.mul(ky, _scaled(b, z.w, s.dh)), b.mul(kx, i64(s.dw))))
         w_tap = b.mul(b.add(b.mul(ky, i64(s.kw)), kx), i64(s.cg * v))
         c_main = s.cg - s.cg % splits
         accs = carried_loop(b, i64(0), i64(c_main), splits, accs,
@@ -198,59 +237,81 @@ def _emit_tile(b: ir.IRBuilder, blk: _Block, oy: ir.Value, rows: int, ox: ir.Val
     accs = carried_loop(b, ky_range[0], ky_range[1], 1, initial, ky_step, "ky")
     for split in range(1, splits):
         accs[:count] = [b.fadd(a, accs[split * count + k]) for k, a in enumerate(accs[:count])]
-    plane = s.oh * s.ow
+    plane = z.out_plane
     for i, valid in enumerate(blk.lanes):
         channel = b.add(blk.channel, i64(i * v))
         for p, (r, q) in enumerate(pixels):
             value = narrow_tile(b, accs[i * len(pixels) + p], valid)
             if s.has_bias:
                 value = b.fadd(value, load_tile(b, blk.inputs[2], channel, valid))
-            pixel = b.add(b.mul(b.add(oy, i64(r)), i64(s.ow)), b.add(ox, i64(q)))
-            flat = b.add(b.add(blk.out_image, b.mul(channel, i64(plane))), pixel)
+            pixel = b.add(b.mul(b.add(oy, i64(r)), _scaled(b, z.ow, 1)), b.add(ox, i64(q)))
+            flat = b.add(b.add(blk.out_image, b.mul(channel, _scaled(b, plane, 1))), pixel)
             value = apply_epilogue(b, blk.spec.epilogue, value, blk.inputs,
                                    TilePosition(flat, channel, channel_along_lanes=True, lane_stride=plane))
             scatter_tile(b, value, blk.out, flat, plane)
 
 
-def _emit_piece_rows(b: ir.IRBuilder, blk: _Block, piece: _ColumnPiece, oy: ir.Value, rows: int) -> None:
-    """The piece's tiles for output rows [oy, oy + rows); rows > 1 only for interior rows."""
-    s = blk.s
+def _emit_piece_rows(b: ir.IRBuilder, blk: _Block, piece: _ColumnPiece, columns: tuple[ir.Value, ir.Value],
+                     oy: ir.Value, rows: int) -> None:
+    """The piece's tiles, over its columns [start, stop), for output rows [oy, oy + rows); rows > 1
+    only for interior rows."""
+    piece_start, piece_stop = columns
+    s, z = blk.s, blk.sizes
     if rows > 1:
         ky_range = (i64(0), i64(s.kh))
     else:
-        ky_range = valid_range(b, b.sub(b.mul(oy, i64(s.sh)), i64(s.pt)), s.kh, s.h, s.dh)
+        ky_range = valid_range(b, b.sub(b.mul(oy, i64(s.sh)), i64(s.pt)), s.kh, z.h, s.dh)
 
     def tile(ox: ir.Value) -> None:
         if piece.interior:
             kx_range = (i64(0), i64(s.kw))
         else:
-            kx_range = valid_range(b, b.sub(b.mul(ox, i64(s.sw)), i64(s.pl)), s.kw, s.w, s.dw)
+            kx_range = valid_range(b, b.sub(b.mul(ox, i64(s.sw)), i64(s.pl)), s.kw, z.w, s.dw)
         _emit_tile(b, blk, oy, rows, ox, piece.width, ky_range, kx_range)
 
-    simple_loop(b, i64(piece.start), i64(piece.start + piece.width * piece.count), piece.width, tile, "ox")
+    simple_loop(b, piece_start, piece_stop, piece.width, tile, "ox")
 
 
-def _emit_piece(b: ir.IRBuilder, blk: _Block, piece: _ColumnPiece, oy_begin: ir.Value, oy_end: ir.Value) -> None:
+def _emit_piece(b: ir.IRBuilder, blk: _Block, piece: _ColumnPiece, columns: tuple[ir.Value, ir.Value],
+                oy_begin: ir.Value, oy_end: ir.Value) -> None:
     """The piece's tiles for rows [oy_begin, oy_end): the interior rows among them in bands of
     piece.rows, every other row on its own."""
     def one_row(oy: ir.Value) -> None:
-        _emit_piece_rows(b, blk, piece, oy, 1)
+        _emit_piece_rows(b, blk, piece, columns, oy, 1)
 
     th = piece.rows
     if th == 1:
         simple_loop(b, oy_begin, oy_end, 1, one_row, "oy")
         return
-    rlo, rhi = blk.s.interior_rows()
-    mid_lo = imin(b, imax(b, oy_begin, i64(rlo)), oy_end)
-    mid_hi = imax(b, imin(b, oy_end, i64(rhi)), mid_lo)
+    mid_lo = imin(b, imax(b, oy_begin, blk.sizes.rlo), oy_end)
+    mid_hi = imax(b, imin(b, oy_end, blk.sizes.rhi), mid_lo)
     bands_end = b.add(mid_lo, b.mul(b.sdiv(b.sub(mid_hi, mid_lo), i64(th)), i64(th)))
     simple_loop(b, oy_begin, mid_lo, 1, one_row, "oytop")
-    simple_loop(b, mid_lo, bands_end, th, lambda oy: _emit_piece_rows(b, blk, piece, oy, th), "band")
+    simple_loop(b, mid_lo, bands_end, th, lambda oy: _emit_piece_rows(b, blk, piece, columns, oy, th), "band")
     simple_loop(b, bands_end, oy_end, 1, one_row, "oyrest")
 
 
-def build_channel_vectors(spec: KernelSpec, s: ConvShape, module: ir.Module, target: Target) -> KernelInfo:
-    """The kernel for a conv2d spec whose weight is packed "m_blocked" (s.weight_lanes = V)."""
+def _grid(s: ConvShape, tiling: ChannelTiling, channel_blocks: int) -> tuple[Dim, Dim]:
+    """(rows per workgroup, workgroups along x): only as many row chunks as give the grid about
+    MIN_WORKGROUPS workgroups, each a whole number of tile rows (the max(1, ...) keep an empty
+    batch or image from dividing by zero)."""
+    row_chunks = call("max", 1, call("min", call("ceildiv", s.oh, tiling.rows),
+                                     call("max", 1, call("ceildiv", MIN_WORKGROUPS,
+                                                         call("max", 1, product((channel_blocks, s.n)))))))
+    block_rows = dim(call("max", 1, call("ceildiv", call("ceildiv", s.oh, row_chunks), tiling.rows) * tiling.rows))
+    return block_rows, dim(call("ceildiv", s.oh, block_rows))
+
+
+def _sizes(dk: DynamicKernel, s: ConvShape) -> _Sizes:
+    rlo, rhi = s.interior_rows()
+    return _Sizes(dk.index(s.h), dk.index(s.w), dk.index(s.ow), dk.index(product((s.h, s.w))),
+                  dk.index(product((s.oh, s.ow))), dk.dim(rlo), dk.dim(rhi))
+
+
+def build_channel_vectors(spec: KernelSpec, s: ConvShape, agree: Agreements, module: ir.Module,
+                          target: Target) -> KernelInfo:
+    """The kernel for a conv2d spec whose weight is packed "m_blocked" (s.weight_lanes = V); the
+    dims `agree` holds are checked before anything is read."""
     if s.weight_lanes < 1:
         raise ValueError(f"conv2d {spec.name}: the channel-vector path needs an m_blocked packed weight")
     check_epilogue(spec.epilogue, len(spec.inputs), spec.name)
@@ -263,31 +324,33 @@ def build_channel_vectors(spec: KernelSpec, s: ConvShape, module: ir.Module, tar
     blocks_per_group = full_blocks + (1 if rem_lanes else 0)
     vectors_per_group = -(-s.mg // v)
     channel_blocks = s.group * blocks_per_group
-    row_chunks = min(-(-s.oh // tiling.rows), max(1, -(-MIN_WORKGROUPS // (channel_blocks * s.n))))
-    block_rows = -(-(-(-s.oh // row_chunks)) // tiling.rows) * tiling.rows
-    grid = (-(-s.oh // block_rows), channel_blocks, s.n)
+    block_rows, row_workgroups = _grid(s, tiling, channel_blocks)
     pieces = _column_pieces(s, tiling, accumulator_budget(target))
 
-    kb = begin_kernel(module, spec.name, target)
-    b = kb.builder
-    inputs = [kb.binding(i) for i in range(len(spec.inputs))]
-    out = kb.binding(len(spec.inputs))
-    image = kb.workgroup_id_index(2)
-    block = kb.workgroup_id_index(1)
+    dk = begin_dynamic_kernel(module, spec, target)
+    b = dk.builder
+    agree.emit(dk)
+    sizes = _sizes(dk, s)
+    columns = [(dk.dim(p.start), dk.dim(p.stop)) for p in pieces]
+    inputs = [dk.binding(i) for i in range(len(spec.inputs))]
+    out = dk.binding(len(spec.inputs))
+    image = dk.workgroup_id_index(2)
+    block = dk.workgroup_id_index(1)
     group = b.udiv(block, i64(blocks_per_group))
     in_group = b.urem(block, i64(blocks_per_group))
-    oy_begin = b.mul(kb.workgroup_id_index(0), i64(block_rows))
-    oy_end = imin(b, b.add(oy_begin, i64(block_rows)), i64(s.oh))
-    x_image = b.mul(b.add(b.mul(image, i64(s.c)), b.mul(group, i64(s.cg))), i64(s.h * s.w))
-    out_image = b.mul(image, i64(s.m * s.oh * s.ow))
+    rows_per_workgroup = dk.dim(block_rows)
+    oy_begin = b.mul(dk.workgroup_id_index(0), rows_per_workgroup)
+    oy_end = imin(b, b.add(oy_begin, rows_per_workgroup), dk.dim(s.oh))
+    x_image = b.mul(b.add(b.mul(image, i64(s.c)), b.mul(group, i64(s.cg))), _scaled(b, sizes.in_plane, 1))
+    out_image = b.mul(image, _scaled(b, sizes.out_plane, s.m))
     channel = b.add(b.mul(group, i64(s.mg)), b.mul(in_group, i64(r * v)))
     w_vector = b.add(b.mul(group, i64(vectors_per_group)), b.mul(in_group, i64(r)))
 
     def emit(lanes: tuple[int, ...]) -> None:
-        blk = _Block(spec, s, inputs, out, x_image, out_image, channel, w_vector, lanes,
+        blk = _Block(spec, s, sizes, inputs, out, x_image, out_image, channel, w_vector, lanes,
                      accumulator_budget(target))
-        for piece in pieces:
-            _emit_piece(b, blk, piece, oy_begin, oy_end)
+        for piece, span in zip(pieces, columns):
+            _emit_piece(b, blk, piece, span, oy_begin, oy_end)
 
     if not rem_lanes:
         emit((v,) * r)
@@ -296,7 +359,5 @@ def build_channel_vectors(spec: KernelSpec, s: ConvShape, module: ir.Module, tar
     else:
         if_else(b, b.icmp_unsigned("<", in_group, i64(full_blocks)),
                 lambda: emit((v,) * r), lambda: emit(rem_lanes))
-    kb.finish()
-
-    lengths = tuple(t.num_bytes for t in spec.inputs) + (spec.outputs[0].num_bytes,)
-    return KernelInfo(spec.name, grid, (), lengths)
+    dk.finish()
+    return dk.info(workgroup_count=(row_workgroups, channel_blocks, s.n))

@@ -3,8 +3,8 @@ share: the interior rows/columns, the valid kernel-tap range of an output pixel.
 
 N, H, W (and so OH, OW) are ints or Exprs (docs/dynamic_shapes.md §3); the channels, the kernel,
 strides, pads, dilations and group are static ints. The weight (input 1) is either the model's
-W[M, C/group, KH, KW] or, when the spec says attrs["weight_layout"] == "m_blocked" (static shapes
-only: the compiler packs a weight only when it picks the channel path, kernel_plan.py), the packed
+W[M, C/group, KH, KW] or, when the spec says attrs["weight_layout"] == "m_blocked" (the compiler
+packs a weight only when it picks the channel path, kernel_plan.py), the packed
 W'[group * MB, KH, KW, C/group, V] with V = attrs["weight_lanes"] (weight_packing.py).
 """
 from __future__ import annotations
@@ -118,9 +118,6 @@ def conv_shape(spec: KernelSpec, agree: Agreements | None = None) -> ConvShape:
     if len(x) != 4 or len(y) != 4:
         raise ValueError(f"{what}: X and Y must be 4-D, got {x}, {y}")
     symbolic = not (xt.is_static and yt.is_static)
-    if symbolic and "weight_layout" in spec.attrs:
-        raise ValueError(f"{what}: with symbolic dims the conv reads the plain W[M, C/group, KH, KW] weight, "
-                         f"not weight_layout {spec.attrs['weight_layout']!r}")
     if not wtt.is_static or not isinstance(x[1], int) or not isinstance(y[1], int):
         raise CompileError(f"{what}: channels and the weight must be static, got X {xt}, W {wtt}, Y {yt}")
     sh, sw = _ints(spec.attrs, "strides", (1, 1), spec.name)

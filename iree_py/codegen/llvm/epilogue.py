@@ -109,25 +109,31 @@ def store_tile(b: ir.IRBuilder, value: ir.Value, base: ir.Value, index: ir.Value
     b.call(fn, [value, element_ptr(b, base, index), const_i32(ALIGN), lane_mask(b, valid, width)])
 
 
-def gather_tile(b: ir.IRBuilder, base: ir.Value, index: ir.Value, width: int, stride: int) -> ir.Value:
+def lane_offset(b: ir.IRBuilder, stride: int | ir.Value, lane: int) -> ir.Value:
+    """lane * stride, for a stride known at build time (an int) or only at run time (an i64)."""
+    return i64(lane * stride) if isinstance(stride, int) else b.mul(stride, i64(lane))
+
+
+def gather_tile(b: ir.IRBuilder, base: ir.Value, index: ir.Value, width: int, stride: int | ir.Value) -> ir.Value:
     """base[index + i * stride] for i < width, one scalar load per lane (lanes far apart)."""
     if width == 1:
         return load_tile(b, base, index, 1)
     value = ir.Constant(tile_type(width), ir.Undefined)
     for lane in range(width):
-        element = load_tile(b, base, b.add(index, i64(lane * stride)), 1)
+        element = load_tile(b, base, b.add(index, lane_offset(b, stride, lane)), 1)
         value = b.insert_element(value, element, ir.Constant(I32, lane))
     return value
 
 
-def scatter_tile(b: ir.IRBuilder, value: ir.Value, base: ir.Value, index: ir.Value, stride: int) -> None:
+def scatter_tile(b: ir.IRBuilder, value: ir.Value, base: ir.Value, index: ir.Value,
+                 stride: int | ir.Value) -> None:
     """base[index + i * stride] = value[i] for every lane i, one scalar store per lane."""
-    if stride == 1 or width_of(value) == 1:
+    if (isinstance(stride, int) and stride == 1) or width_of(value) == 1:
         store_tile(b, value, base, index)
         return
     for lane in range(width_of(value)):
         element = b.extract_element(value, ir.Constant(I32, lane))
-        store_tile(b, element, base, b.add(index, i64(lane * stride)))
+        store_tile(b, element, base, b.add(index, lane_offset(b, stride, lane)))
 
 
 def narrow_tile(b: ir.IRBuilder, value: ir.Value, width: int) -> ir.Value:
@@ -244,7 +250,8 @@ class TilePosition:
     channel_along_lanes: False for conv2d (broadcast one element), True for matmul and the conv2d
       channel-vector path (load a vector).
     lane_stride: how far apart in the output consecutive lanes lie (1: contiguous; the conv2d
-      channel-vector path: OH*OW, one lane per output channel plane), for "full" operands.
+      channel-vector path: OH*OW, one lane per output channel plane; an i64 value when OH*OW is
+      known only at run time), for "full" operands.
     valid: for a tile whose width is known only at run time, how many of its first lanes lie in
       the output (an i64; "full" operands are read for those lanes only); None: every lane.
     """
@@ -252,7 +259,7 @@ class TilePosition:
     flat_index: ir.Value
     channel_index: ir.Value
     channel_along_lanes: bool
-    lane_stride: int = 1
+    lane_stride: int | ir.Value = 1
     valid: ir.Value | None = None
 
 
@@ -277,7 +284,7 @@ def _operand_tile(b: ir.IRBuilder, op: EpilogueOp, inputs: Sequence[ir.Value], w
     if op.operand_kind == "scalar":
         return splat(b, b.load(base, typ=F32, align=ALIGN), width)
     if op.operand_kind == "full":
-        if where.lane_stride != 1:
+        if not (isinstance(where.lane_stride, int) and where.lane_stride == 1):
             assert where.valid is None, "a masked tile's lanes are contiguous"
             return gather_tile(b, base, where.flat_index, width, where.lane_stride)
         return load_tile(b, base, where.flat_index, width, where.valid)

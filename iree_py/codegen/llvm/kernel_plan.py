@@ -28,8 +28,8 @@ def _with_packed_conv_weight(dispatch: Dispatch, target: Target) -> Dispatch:
     it packed: the weight binding becomes a new constant holding the packed array, and the spec
     says so (attrs weight_layout, weight_lanes). Any other dispatch: unchanged."""
     x, weight = dispatch.inputs[0], dispatch.inputs[1]
-    if not weight.is_const or any(op.operand == 1 for op in dispatch.spec.epilogue) or not x.type.is_static:
-        return dispatch  # (symbolic dims: the dynamic conv reads the plain layout)
+    if not weight.is_const or any(op.operand == 1 for op in dispatch.spec.epilogue):
+        return dispatch
     if len(x.type.shape) != 4 or len(weight.type.shape) != 4:
         return dispatch
     strategy = choose_conv_strategy(conv_shape(dispatch.spec), target)

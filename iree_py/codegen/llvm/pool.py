@@ -20,7 +20,9 @@ from iree_py.codegen.llvm.common import (F32, I32, I64, as_index, const_i64, ele
 from iree_py.codegen.llvm.dims import begin_dynamic_kernel, product
 from iree_py.codegen.llvm.math import fmax
 from iree_py.codegen.llvm.math_core import emit_pow, fabs, fsqrt
-from iree_py.codegen.llvm.pool_window import Window, WindowAt, for_each_window, size_product, window_count
+from iree_py.codegen.llvm.epilogue import store_tile
+from iree_py.codegen.llvm.pool_window import (VectorWindow, Window, WindowAt, for_each_window, size_product,
+                                              window_count)
 from iree_py.codegen.llvm.reduce import reduce_row
 from iree_py.ir.symbols import dim
 from iree_py.ir.types import DType, Dim
@@ -102,8 +104,21 @@ def _build_window_pool(spec: KernelSpec, module: ir.Module, target) -> KernelInf
             result = _lp_root(b, result, p)
         store_f32(b, result, dst, at.out_index)
 
-    start = splat(float("-inf") if spec.kind == "maxpool" else 0.0, F32)
-    for_each_window(b, dk.workgroup_id_index(0), win, start, combine, finish)
+    initial = float("-inf") if spec.kind == "maxpool" else 0.0
+    vector = None
+    if spec.kind in ("maxpool", "avgpool"):
+        lanes = lanes_f32(target)
+        taps = float(win.kernel[0] * win.kernel[1])  # an interior window counts all its taps
+
+        def combine_vector(acc: ir.Value, taps_value: ir.Value) -> ir.Value:
+            return fmax(b, taps_value, acc) if spec.kind == "maxpool" else b.fadd(acc, taps_value)
+
+        def finish_vector(result: ir.Value, out_index: ir.Value) -> None:
+            if spec.kind == "avgpool":
+                result = b.fdiv(result, splat(taps, float_vector(lanes)))
+            store_tile(b, result, dst, out_index)
+        vector = VectorWindow(src, lanes, splat(initial, float_vector(lanes)), combine_vector, finish_vector)
+    for_each_window(b, dk.workgroup_id_index(0), win, splat(initial, F32), combine, finish, vector)
     dk.finish()
     return dk.info(workgroup_count=(_planes(x_shape), 1, 1))
 

@@ -4,7 +4,9 @@ avgpool, lppool; qpool.py: integer maxpool, qavgpool).
 One workgroup per (n, c) plane of an NCHW tensor. For each output pixel the accumulator starts at
 `start`, every window tap inside the input (taps in the padding are skipped) folds in through
 `combine(acc, index)` (index: the tap's element index in X), and `finish(acc, at)` stores the
-result, `at` saying where the window is.
+result, `at` saying where the window is. A kernel whose combine and finish also work on vectors
+(maxpool, avgpool) passes a VectorWindow: with symbolic sizes, the interior pixels then go a
+vector of output columns at a time (the static loops LLVM vectorizes by itself).
 
 The plane sizes are ints or, for symbolic dims (docs/dynamic_shapes.md §3), i64 values computed
 from the push constants; the window itself (kernel, strides, pads, dilations) is static. An int
@@ -21,6 +23,7 @@ from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm.common import as_index, const_i64, entry_alloca, for_range, max_index, min_index
 from iree_py.codegen.llvm.dims import DynamicKernel
+from iree_py.codegen.llvm.epilogue import load_strided_tile
 from iree_py.ir.opdef import pool_output_size
 from iree_py.ir.symbols import Expr, dim
 
@@ -85,6 +88,20 @@ class Window:
 
 
 @dataclass(frozen=True)
+class VectorWindow:
+    """The vector form of a kernel's combine and finish, for interior pixels (every tap inside
+    the input): `combine(acc, taps)` folds in one tap of `lanes` consecutive output columns (read
+    from `src`, the f32 input), `finish(result, out_index)` stores the `lanes` results from output
+    element out_index on."""
+
+    src: ir.Value
+    lanes: int
+    start: ir.Value
+    combine: Callable[[ir.Value, ir.Value], ir.Value]
+    finish: Callable[[ir.Value, ir.Value], None]
+
+
+@dataclass(frozen=True)
 class WindowAt:
     """Where the current window is: its output element index and its top-left corner (may be
     negative: in the padding)."""
@@ -96,13 +113,14 @@ class WindowAt:
 
 def for_each_window(b: ir.IRBuilder, plane: ir.Value, win: Window, start: ir.Value,
                     combine: Callable[[ir.Value, ir.Value], ir.Value],
-                    finish: Callable[[ir.Value, WindowAt], None]) -> None:
+                    finish: Callable[[ir.Value, WindowAt], None], vector: VectorWindow | None = None) -> None:
     """Emit the loops over output pixels and window taps of plane `plane` (an i64 index).
 
     Known H and W: every tap is checked (LLVM drops the checks it can decide). Run-time ones: in
     the rows whose window lies inside the input, the interior columns (computed here) read their
-    taps unchecked, unrolled, so LLVM can vectorize along the row; the taps are visited in the
-    same order either way."""
+    taps unchecked, unrolled (with `vector`: a vector of columns at a time, each tap one strided
+    load, then the remaining columns one by one); the taps are visited in the same order either
+    way."""
     (kh, kw), (sh, sw), (dh, dw) = win.kernel, win.strides, win.dilations
     pt, pl = win.pads[0], win.pads[1]
     src_base = b.mul(plane, size_product(b, win.h, win.w))
@@ -128,6 +146,30 @@ def for_each_window(b: ir.IRBuilder, plane: ir.Value, win: Window, start: ir.Val
                     b.store(combine(b.load(acc), b.add(row, b.add(ws, const_i64(j * dw)))), acc)
         finish(b.load(acc), WindowAt(b.add(dst_base, b.add(b.mul(y, as_index(win.ow)), x)), hs, ws))
 
+    def pixels(y: ir.Value, hs: ir.Value, x: ir.Value) -> None:
+        """Output columns [x, x + vector.lanes) of row y, every tap inside the input."""
+        assert vector is not None
+        ws = b.sub(b.mul(x, const_i64(sw)), const_i64(pl))
+        result = vector.start
+        for i in range(kh):
+            row = b.add(src_base, b.mul(b.add(hs, const_i64(i * dh)), as_index(win.w)))
+            for j in range(kw):
+                taps = load_strided_tile(b, vector.src, b.add(row, b.add(ws, const_i64(j * dw))), vector.lanes, sw)
+                result = vector.combine(result, taps)
+        vector.finish(result, b.add(dst_base, b.add(b.mul(y, as_index(win.ow)), x)))
+
+    def interior(y: ir.Value, hs: ir.Value, lo: ir.Value, hi: ir.Value) -> None:
+        if vector is None:
+            with for_range(b, lo, hi, name="ow") as x:
+                pixel(y, hs, x, False)
+            return
+        lanes = const_i64(vector.lanes)
+        vector_end = b.add(lo, b.mul(b.sdiv(b.sub(hi, lo), lanes), lanes))
+        with for_range(b, lo, vector_end, step=vector.lanes, name="owv") as x:
+            pixels(y, hs, x)
+        with for_range(b, vector_end, hi, name="ow") as x:
+            pixel(y, hs, x, False)
+
     if isinstance(win.h, int) and isinstance(win.w, int):
         with for_range(b, 0, win.oh, name="oh") as y:
             hs = b.sub(b.mul(y, const_i64(sh)), const_i64(pt))
@@ -141,10 +183,11 @@ def for_each_window(b: ir.IRBuilder, plane: ir.Value, win: Window, start: ir.Val
                         b.icmp_signed("<", b.add(hs, const_i64((kh - 1) * dh)), as_index(win.h)))
         with b.if_else(inside) as (then, otherwise):
             with then:
-                for begin, end, checked, name in ((0, lo, True, "left"), (lo, hi, False, "ow"),
-                                                  (hi, win.ow, True, "right")):
-                    with for_range(b, begin, end, name=name) as x:
-                        pixel(y, hs, x, checked)
+                with for_range(b, 0, lo, name="left") as x:
+                    pixel(y, hs, x, True)
+                interior(y, hs, lo, hi)
+                with for_range(b, hi, win.ow, name="right") as x:
+                    pixel(y, hs, x, True)
             with otherwise:
                 with for_range(b, 0, win.ow, name="ow") as x:
                     pixel(y, hs, x, True)

@@ -9,14 +9,15 @@ bytes in use) at each dispatch. Timestamps are microseconds from the first call'
 
 From a board (serial://, socket://, or the emulated board of --device=qemu) the runs are traced on
 the board: each dispatch's start and end in its cycle counter (the TRACE request,
-docs/device_protocol.md), made times with the cycles per second the board reported at HELLO."""
+docs/device_protocol.md), made times with the cycles per second the board reported at HELLO. Under
+qemu-user the runner records the timeline (irp-run --trace) in the emulated CPU's time."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 from iree_py.errors import IreePyError
-from iree_py.runtime.devices import CallTrace, DispatchTrace, LocalDevice
+from iree_py.runtime.devices import CallTrace, DispatchTrace, LocalDevice, QemuDevice
 from iree_py.runtime.module import LoadedModule
 from iree_py.runtime.serial_device import RunResult
 
@@ -24,11 +25,14 @@ MAX_EVENTS = 1 << 16  # dispatches kept per call; more are counted as dropped (t
 CALLER = 0            # the calling thread's track; workers are 1..
 
 
-def start_tracing(module: LoadedModule) -> LocalDevice:
+def start_tracing(module: LoadedModule) -> LocalDevice | QemuDevice:
+    """Tracing on, on this host's runtime or in the runner under qemu-user (boards trace per run:
+    device_commands.traced_board_runs)."""
     device = module.device
-    if not isinstance(device, LocalDevice):
-        raise IreePyError("--trace needs the local device (this host's runtime, or --device=vulkan) or a board "
-                          "(serial://, socket://, or --device=qemu for a bare-metal module)")
+    if not isinstance(device, (LocalDevice, QemuDevice)):
+        raise IreePyError(f"--trace needs this host's runtime (--device=local or vulkan), qemu-user or a board "
+                          f"(serial://, socket://, or --device=qemu for a bare-metal module), not "
+                          f"{type(device).__name__}")
     device.set_trace(MAX_EVENTS)
     return device
 

@@ -247,8 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                     "ENTRY.spv, each CPU executable as ARCH.elf (flat: ARCH.bin)")
     d.set_defaults(func=_cmd_dump)
 
-    g = sub.add_parser("debug", help="find the first layer whose output differs from onnxruntime's, on any target and device")
-    g.add_argument("model", help="an ONNX model file")
+    g = sub.add_parser("debug", help="find the first layer whose output differs from the reference's (onnxruntime for "
+                       "ONNX, LiteRT for TFLite), on any target and device")
+    g.add_argument("model", help="an ONNX or TFLite model file")
     g.add_argument("--input", action="append", default=[], help="as for run (one per model input, in order)")
     g.add_argument("--target", default="host", choices=available_targets())
     g.add_argument("--device", help="as for run (default: local for this host's targets, qemu for the others)")

@@ -41,8 +41,9 @@ def load_tflite(model: str | Path | bytes) -> tuple[bytes, ModelT]:
 
 
 def _tensor_keys(model_t: ModelT) -> list[str]:
-    """A name per tensor of subgraph 0: its own, made unique with #INDEX where the model repeats it."""
-    names = [_text(t.name) or f"tensor_{i}" for i, t in enumerate(model_t.subgraphs[0].tensors or [])]
+    """A name per tensor of subgraph 0: the last ';'-separated part of its own (the converter joins the
+    names of the ops it fused with ';'), made unique with #INDEX where that repeats."""
+    names = [_text(t.name).rsplit(";", 1)[-1] or f"tensor_{i}" for i, t in enumerate(model_t.subgraphs[0].tensors or [])]
     seen: dict[str, int] = {}
     for n in names:
         seen[n] = seen.get(n, 0) + 1

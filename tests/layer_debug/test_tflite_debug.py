@@ -1,8 +1,9 @@
 """`iree-py debug` on TFLite models: every operator's output tensor against LiteRT's (with
 experimental_preserve_all_tensors), in NHWC as both keep them. A fault injected into one named
 operator (its IR nodes are named OP_INDEX) is found there and nowhere else, for a float
-MobileNet-like model (on this host and on arm64 under qemu-user) and an int8 CNN, whose values are
-compared in quantized steps; correct models show no divergence."""
+MobileNet-like model (on this host and on arm64 under qemu-user) and an int8 CNN (host, arm64, and
+a Cortex-M4 board under qemu-system), whose values are compared in quantized steps; correct models
+show no divergence."""
 from __future__ import annotations
 
 import json
@@ -75,6 +76,15 @@ def test_the_faulty_int8_operator_is_named(target: str, faulty: str) -> None:
     _check_found(report, faulty, INT8_OPS)
     error = report.first_divergence.values[0]
     assert error.dtype == "int8" and error.max_abs >= 4  # the fault adds 4 steps
+
+
+def test_a_board_reads_back_every_tflite_tensor() -> None:
+    data, inputs = _int8_model()
+    correct = debug_model(data, inputs, target="cortex-m4")
+    assert correct.device == "qemu" and correct.first_divergence is None
+    assert [r.layer.node for r in correct.layers] == INT8_OPS
+    faulty = debug_model(data, inputs, target="cortex-m4", inject_fault="depthwise_conv_2d_2")
+    _check_found(faulty, "depthwise_conv_2d_2", INT8_OPS)
 
 
 def test_cli_on_a_tflite_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,15 +1,21 @@
 """TRACE (docs/device_protocol.md) on device-sim, built with ASan: a traced RUN keeps each dispatch
 in order, inside the call, with the profile's names; the trace's room (in the RAM after the inputs)
 is given back before anything else reuses that RAM, so a TRACE after BENCHMARK or an untraced RUN
-is refused, not read from reused memory."""
+is refused, not read from reused memory; `iree-py run --device=socket://... --trace` writes it as
+Chrome trace events."""
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from iree_py.cli.main import main as cli
 from iree_py.runtime import protocol as p
 from iree_py.runtime.serial_device import SerialDevice
 from tests.device.models import example_input, onnxruntime_outputs
+from tests.runtime.test_trace import check_trace_format
 
 
 def test_traced_run_has_every_dispatch_in_order(sim, host_modules) -> None:
@@ -43,3 +49,15 @@ def test_trace_is_refused_after_an_untraced_run_or_a_benchmark(sim, host_modules
     again = board.run("main", [x], trace=True)
     np.testing.assert_allclose(again.outputs[0], onnxruntime_outputs("mlp", x)[0], rtol=1e-4, atol=1e-5)
     assert len(again.trace.dispatches) == again.trace.total >= 2
+
+
+def test_cli_run_trace_over_a_socket(sim, host_modules, tmp_path: Path) -> None:
+    path, x_path = tmp_path / "cnn.vmfb", tmp_path / "x.npy"
+    path.write_bytes(host_modules["small_cnn"])
+    np.save(x_path, example_input("small_cnn"))
+    assert cli(["run", str(path), f"--device={sim.url}", f"--input=@{x_path}", f"--trace={tmp_path / 't.json'}"]) == 0
+    trace = json.loads((tmp_path / "t.json").read_text())
+    check_trace_format(trace)
+    assert trace["otherData"]["board"] == "device-sim" and trace["otherData"]["cycles per second"] == 10 ** 9
+    kernels = [e["name"] for e in trace["traceEvents"] if e.get("cat") == "dispatch"]
+    assert kernels[:2] == ["k0_conv", "k1_maxpool"]  # as this host's runtime names them (tests/runtime/test_trace.py)

@@ -7,6 +7,7 @@ output has the shape and layout of the interpreter's tensor. Exposing a tensor k
 transpose, as exposing any value keeps it out of fusion."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from iree_py.frontends.tflite.importer import NUMPY_OF
 from iree_py.frontends.tflite.schema.Model import ModelT
 from iree_py.layer_debug.compare import Layer
 
-QUANTIZED = (np.int8, np.uint8, np.int16)
+QUANTIZED = {np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16)}
 
 
 @dataclass(frozen=True)
@@ -33,20 +34,18 @@ class TfliteIntermediates:
 
 
 def load_tflite(model: str | Path | bytes) -> tuple[bytes, ModelT]:
-    data = bytes(model) if isinstance(model, (bytes, bytearray)) else Path(model).read_bytes()
-    model_t, _ = reader.read_model(data)  # a CompileError (an IreePyError) says what is wrong with the file
+    """The model's bytes and its unpacked flatbuffer."""
+    model_t, source = reader.read_model(model)  # a CompileError (an IreePyError) names the file and its fault
     if not model_t.subgraphs:
-        raise IreePyError(f"{model if isinstance(model, (str, Path)) else 'model bytes'}: the model has no subgraphs")
-    return data, model_t
+        raise IreePyError(f"{source}: the model has no subgraphs")
+    return (bytes(model) if isinstance(model, (bytes, bytearray)) else Path(model).read_bytes()), model_t
 
 
 def _tensor_keys(model_t: ModelT) -> list[str]:
     """A name per tensor of subgraph 0: the last ';'-separated part of its own (the converter joins the
     names of the ops it fused with ';'), made unique with #INDEX where that repeats."""
     names = [_text(t.name).rsplit(";", 1)[-1] or f"tensor_{i}" for i, t in enumerate(model_t.subgraphs[0].tensors or [])]
-    seen: dict[str, int] = {}
-    for n in names:
-        seen[n] = seen.get(n, 0) + 1
+    seen = Counter(names)
     return [n if seen[n] == 1 else f"{n}#{i}" for i, n in enumerate(names)]
 
 
@@ -66,7 +65,7 @@ def expose_intermediates(model_t: ModelT) -> TfliteIntermediates:
     given = {keys[int(i)] for i in (sub.inputs if sub.inputs is not None else [])}
     given |= {keys[i] for i, t in enumerate(tensors) if t.buffer and reader.buffer_bytes(model_t, t.buffer) is not None}
     layers = []
-    quantized = any(np.dtype(NUMPY_OF.get(t.type, np.float32)) in map(np.dtype, QUANTIZED) for t in tensors)
+    quantized = any(np.dtype(NUMPY_OF[t.type]) in QUANTIZED for t in tensors if t.type in NUMPY_OF)
     for index, op in enumerate(sub.operators or []):
         name = reader.operator_name(model_t, op.opcodeIndex)
         kept = []

@@ -97,6 +97,6 @@ def test_cli_on_a_tflite_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert report["layers"][0]["outputs"][0]["name"] == "stem" and report["layers"][0]["inputs"][0] == "image"
     (tmp_path / "broken.tflite").write_bytes(b"\x10\x00\x00\x00XXXXgarbage")
     assert main(["debug", str(tmp_path / "broken.tflite"), f"--input=@{tmp_path / 'x.npy'}"]) == 1
-    assert "is not a TFLite model" in capsys.readouterr().err
+    assert f"{tmp_path / 'broken.tflite'} is not a TFLite model" in capsys.readouterr().err
     assert main(["debug", str(tmp_path / "m.tflite")]) == 1
     assert "main: expected 1 inputs ('image' [1, 16, 16, 3] f32), got 0" in capsys.readouterr().err

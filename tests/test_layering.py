@@ -25,7 +25,7 @@ ALLOWED = {
     "runtime": {"module", "ir.types", "codegen.kernel_abi"},  # the ABI's status table
     "cli": {"*"},
     "conformance": {"*"},  # a tool on top, like the CLI
-    "layer_debug": {"compiler", "runtime"},  # iree-py debug: compiles and runs, beside the reference
+    "layer_debug": {"compiler", "runtime", "frontends.tflite"},  # iree-py debug: compiles and runs, beside the reference (reads TFLite files to expose their tensors)
 }
 
 

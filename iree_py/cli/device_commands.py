@@ -9,7 +9,7 @@ import numpy as np
 from iree_py.errors import IreePyError
 from iree_py.module.reader import read_module
 from iree_py.runtime import protocol as p
-from iree_py.runtime.serial_device import DEVICE_URL_SCHEMES, SerialDevice
+from iree_py.runtime.serial_device import DEVICE_URL_SCHEMES, RunResult, SerialDevice
 
 
 def is_device_url(device: str) -> bool:
@@ -56,9 +56,18 @@ def profile_table(entries: list[p.EntryPointCycles], total_cycles: int, rate: in
     return "\n".join(lines) + "\n"
 
 
-def run_profiled(board: SerialDevice, function: str, inputs: list[np.ndarray], dtypes: list[int]):
-    result = board.run(function, inputs, dtypes, profile=True)
-    return result.outputs, profile_table(result.profile, result.cycles, board.info.cycles_per_second)
+def traced_board_runs(module, function: str, inputs: list[np.ndarray], dtypes: list[int], runs: int,
+                      path: str) -> RunResult:
+    """`runs` traced runs of `function` on the module's board, written to `path` as Chrome trace
+    events (cli/trace.py); the last run's result."""
+    from iree_py.cli.trace import board_call_trace, chrome_trace, write_trace
+    board: SerialDevice = module.device
+    rate = board.info.cycles_per_second
+    results = [board.run(function, inputs, dtypes, trace=True) for _ in range(runs)]
+    calls = [board_call_trace(r, rate) for r in results]
+    write_trace(path, chrome_trace(module, function, calls, module.module.memory_plan.arena_size,
+                                   {"board": board.info.board, "cycles per second": rate}))
+    return results[-1]
 
 
 def benchmark_on_board(board: SerialDevice, function: str, inputs: list[np.ndarray], dtypes: list[int],

@@ -51,15 +51,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     module = load(args.module, device=args.device, threads=args.threads)
     fn = getattr(module, args.function)
     profile_text = ""
-    if args.profile:  # per-dispatch cycles, from a board running the device server
-        from iree_py.cli.device_commands import on_board, run_profiled
+    from iree_py.cli.device_commands import on_board
+    if args.profile or (args.trace and on_board(module)):  # cycles per kernel or per dispatch, from a board
+        from iree_py.cli.device_commands import profile_table, traced_board_runs
         if not on_board(module):
             raise IreePyError("run --profile needs a board: --device=serial://..., socket://..., or qemu for a "
                               "bare-metal module; on this host use `iree-py benchmark --profile`")
         from iree_py.runtime.signature import check_inputs
         inputs = check_inputs(fn.signature, tuple(parse_input(t) for t in args.input))
-        outputs, profile_text = run_profiled(module.device, args.function, inputs,
-                                             [s.dtype.module_code for s in fn.signature.inputs])
+        dtypes = [s.dtype.module_code for s in fn.signature.inputs]
+        if args.trace:
+            result = traced_board_runs(module, args.function, inputs, dtypes, 1, args.trace)
+        else:
+            result = module.device.run(args.function, inputs, dtypes, profile=True)
+        outputs = result.outputs
+        if args.profile:
+            profile_text = profile_table(result.profile, result.cycles, module.device.info.cycles_per_second)
     elif args.trace:
         from iree_py.cli.trace import chrome_trace, start_tracing, write_trace
         device = start_tracing(module)
@@ -110,8 +117,11 @@ def _cmd_benchmark(args: argparse.Namespace) -> int:
         from iree_py.runtime.signature import check_inputs
         fn = getattr(module, args.function).signature
         inputs = check_inputs(fn, tuple(parse_input(t) for t in args.input))
-        sys.stdout.write(benchmark_on_board(module.device, args.function, inputs,
-                                            [s.dtype.module_code for s in fn.inputs], args.repeat, args.profile))
+        dtypes = [s.dtype.module_code for s in fn.inputs]
+        sys.stdout.write(benchmark_on_board(module.device, args.function, inputs, dtypes, args.repeat, args.profile))
+        if args.trace:  # the timed runs, then --repeat traced ones, as on this host
+            from iree_py.cli.device_commands import traced_board_runs
+            traced_board_runs(module, args.function, inputs, dtypes, args.repeat, args.trace)
         return 0
     sys.stdout.write(benchmark(module, args.function, [parse_input(t) for t in args.input], args.repeat, args.profile,
                                args.compare, args.trace))
@@ -237,8 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                     "ENTRY.spv, each CPU executable as ARCH.elf (flat: ARCH.bin)")
     d.set_defaults(func=_cmd_dump)
 
-    g = sub.add_parser("debug", help="find the first layer whose output differs from onnxruntime's, on any target and device")
-    g.add_argument("model", help="an ONNX model file")
+    g = sub.add_parser("debug", help="find the first layer whose output differs from the reference's (onnxruntime for "
+                       "ONNX, LiteRT for TFLite), on any target and device")
+    g.add_argument("model", help="an ONNX or TFLite model file")
     g.add_argument("--input", action="append", default=[], help="as for run (one per model input, in order)")
     g.add_argument("--target", default="host", choices=available_targets())
     g.add_argument("--device", help="as for run (default: local for this host's targets, qemu for the others)")

@@ -5,7 +5,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from iree_py.layer_debug.onnx_intermediates import Layer
+
+@dataclass(frozen=True)
+class Layer:
+    """One node (ONNX) or operator (TFLite) of the model, in graph order: what it computes and from what."""
+
+    index: int
+    node: str             # the node's name (ONNX: as given, or OP_INDEX; TFLite: op_index, as the IR names it)
+    op: str
+    outputs: tuple[str, ...]  # its tensors that both engines report (others have no known type)
+    inputs: tuple[str, ...]
 
 
 NOT_COMPARED = "not compared"

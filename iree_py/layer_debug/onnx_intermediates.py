@@ -2,24 +2,13 @@
 onnxruntime's values for them."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import onnx
 
 from iree_py.errors import IreePyError
-
-
-@dataclass(frozen=True)
-class Layer:
-    """One node of the model, in graph order: what it computes and from what."""
-
-    index: int
-    node: str             # the node's name, or OP_INDEX when the model gives none
-    op: str
-    outputs: tuple[str, ...]  # its tensors that both engines report (others have no known type)
-    inputs: tuple[str, ...]
+from iree_py.layer_debug.compare import Layer
 
 
 def load_onnx(model: str | Path | bytes) -> onnx.ModelProto:

@@ -332,6 +332,25 @@ class QemuDevice:
         self.stateful = stateful
         self._history: list[tuple[str, list[np.ndarray]]] = []  # stateful: (function, inputs) of each call
         self._peak_bytes: int | None = None
+        self._arena_bytes: int | None = None
+        self._tracing = False
+        self._trace: CallTrace | None = None
+
+    def set_trace(self, max_events: int) -> None:
+        """Record the timeline of each call from now on (0: stop). The runner keeps up to 65,536
+        dispatches a call, in the emulated CPU's time (qemu-user runs it slower than the device)."""
+        self._tracing = max_events > 0
+
+    def trace(self) -> CallTrace:
+        """The latest call's timeline (set_trace must be on)."""
+        if self._trace is None:
+            raise IreePyError("no traced call has run on this device yet")
+        return self._trace
+
+    def arena_size(self) -> int:
+        if self._arena_bytes is None:
+            raise IreePyError("no call has run on this device yet")
+        return self._arena_bytes
 
     def reset_state(self) -> None:
         self._history.clear()
@@ -368,6 +387,8 @@ class QemuDevice:
                         cmd.append(f"--shape={'x'.join(map(str, a.shape))}")
             cmd += [f"--output={d / f'out{i}.bin'}" for i in range(len(fn.outputs))]
             cmd += [f"--output-shapes={d / 'shapes.txt'}", "--stats"]
+            if self._tracing:
+                cmd.append(f"--trace={d / 'trace.txt'}")
             result = subprocess.run(cmd, capture_output=True, text=True)
             if result.returncode != 0:
                 status = (f"killed by signal {-result.returncode}" if result.returncode < 0
@@ -376,7 +397,9 @@ class QemuDevice:
                 explained = self.kernel_sources.explain(detail)
                 raise IreeRuntimeError(explained or
                                        f"{fn.name} under {self.target.qemu} ({status}){': ' + detail if detail else ''}")
-            self._peak_bytes = _runner_peak_bytes(result.stdout)
+            self._peak_bytes, self._arena_bytes = _runner_memory(result.stdout)
+            if self._tracing:
+                self._trace = parse_runner_trace((d / "trace.txt").read_text())
             shapes = _runner_output_shapes((d / "shapes.txt").read_text(), len(fn.outputs))
             return [np.fromfile(d / f"out{i}.bin", dtype=s.dtype.numpy).reshape(shape)
                     for i, (s, shape) in enumerate(zip(fn.outputs, shapes))]
@@ -390,12 +413,39 @@ def _runner_output_shapes(text: str, count: int) -> list[tuple[int, ...]]:
     return [tuple(int(d) for d in line.split()) for line in lines]
 
 
-def _runner_peak_bytes(stdout: str) -> int | None:
-    """The `peak memory: N bytes` line irp-run --stats prints."""
+def _runner_memory(stdout: str) -> tuple[int | None, int | None]:
+    """The peak and arena bytes of the `peak memory: N bytes (arena A + pool)` line irp-run --stats prints."""
     for line in stdout.splitlines():
         if line.startswith("peak memory: "):
-            return int(line.split()[2])
-    return None
+            words = line.split()
+            return int(words[2]), int(words[5]) if len(words) > 5 and words[5].isdigit() else None
+    return None, None
+
+
+def parse_runner_trace(text: str) -> CallTrace:
+    """irp-run --trace's file (runtime_c/tools/runner.c, write_trace): the last call's timeline."""
+    names: dict[int, str] = {}
+    call: list[int] = []
+    dispatches: list[tuple[list[int], list[ThreadSpan]]] = []
+    try:
+        for line in text.splitlines():
+            kind, _, rest = line.partition(" ")
+            if kind == "entry":
+                index, _, name = rest.partition(" ")
+                names[int(index)] = name
+            elif kind == "call":
+                call = [int(w) for w in rest.split()]
+            elif kind == "dispatch":
+                dispatches.append(([int(w) for w in rest.split()], []))
+            elif kind == "span":
+                start, end, workgroups = (int(w) for w in rest.split())
+                dispatches[-1][1].append(ThreadSpan(start, end, workgroups))
+        start_ns, end_ns, _, dropped = call
+        events = [DispatchTrace(names.get(f[0], f"entry point {f[0]}"), f[1], f[2], (f[3], f[4], f[5]), f[6], f[7],
+                                tuple(spans)) for f, spans in dispatches]
+    except (ValueError, IndexError) as e:
+        raise IreeRuntimeError(f"the runner's trace file is malformed ({e}): {text[:200]!r}") from None
+    return CallTrace(start_ns, end_ns, events, dropped)
 
 
 THREADS_ENV = "IREE_PY_THREADS"  # the thread count load() uses when given none (tests/conftest.py sets 1)

@@ -32,6 +32,7 @@ class Msg(IntEnum):
     READ_OUTPUT = 0x09
     BENCHMARK = 0x0A
     PROFILE = 0x0B
+    TRACE = 0x0C
     BUSY = 0xFF
 
 
@@ -249,6 +250,28 @@ class EntryPointCycles:
     cycles: int
 
 
+@dataclass(frozen=True)
+class DispatchCycles:
+    """One dispatch of a traced run, in the board's cycle counter."""
+    entry_point: int  # index, as in PROFILE's entries
+    start: int
+    end: int
+    workgroup_count: tuple[int, int, int]
+    binding_bytes: int
+    pool_bytes: int
+
+
+@dataclass(frozen=True)
+class TracePage:
+    """A TRACE reply: the call's start and end cycles, how many dispatches it kept and dropped, and
+    the dispatches from the one asked for on."""
+    start: int
+    end: int
+    total: int
+    dropped: int
+    dispatches: list[DispatchCycles]
+
+
 def hello_request() -> bytes:
     return Writer().u16(VERSION).bytes()
 
@@ -280,8 +303,8 @@ def input_data_request(index: int, offset: int, chunk: bytes) -> bytes:
     return Writer().u8(index).u32(offset).raw(chunk).bytes()
 
 
-def run_request(profile: bool) -> bytes:
-    return Writer().u8(1 if profile else 0).bytes()
+def run_request(profile: bool, trace: bool = False) -> bytes:
+    return Writer().u8((1 if profile else 0) | (2 if trace else 0)).bytes()
 
 
 def parse_run(r: Reader) -> RunSummary:
@@ -309,3 +332,14 @@ def profile_request(first: int) -> bytes:
 def parse_profile(r: Reader) -> tuple[int, list[EntryPointCycles]]:
     total = r.u16()
     return total, [EntryPointCycles(r.str(), r.u32(), r.u64()) for _ in range(r.u8())]
+
+
+def trace_request(first: int) -> bytes:
+    return Writer().u32(first).bytes()
+
+
+def parse_trace(r: Reader) -> TracePage:
+    start, end, total, dropped = r.u64(), r.u64(), r.u32(), r.u64()
+    dispatches = [DispatchCycles(r.u16(), r.u64(), r.u64(), (r.u32(), r.u32(), r.u32()), r.u64(), r.u64())
+                  for _ in range(r.u8())]
+    return TracePage(start, end, total, dropped, dispatches)

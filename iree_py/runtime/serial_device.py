@@ -34,6 +34,7 @@ class RunResult:
     outputs: list[np.ndarray]
     cycles: int
     profile: list[p.EntryPointCycles] = field(default_factory=list)
+    trace: p.TracePage | None = None  # with trace=True: every dispatch kept, in the order they ran
 
 
 @dataclass
@@ -279,13 +280,15 @@ class SerialDevice:
         return bytes(data)
 
     def run(self, function: str, inputs: list[np.ndarray], dtypes: list[int] | None = None,
-            profile: bool = False) -> RunResult:
+            profile: bool = False, trace: bool = False) -> RunResult:
         """Runs `function` on the board; outputs come back as arrays of the dtypes and shapes
-        the board reports."""
+        the board reports. `trace` also fetches each dispatch's cycles (and profiles, for the
+        entry points' names)."""
         dtypes = dtypes if dtypes is not None else [DType.from_numpy(a.dtype).module_code for a in inputs]
+        profile = profile or trace
         self._stage(function, inputs, dtypes)
         try:
-            summary = p.parse_run(self.request(p.Msg.RUN, p.run_request(profile)))
+            summary = p.parse_run(self.request(p.Msg.RUN, p.run_request(profile, trace)))
         except p.DeviceRefused as e:
             explained = self.kernel_sources.explain(e.board_message)
             if explained is None:
@@ -303,7 +306,18 @@ class SerialDevice:
             if not more:
                 break
             entries += more
-        return RunResult(outputs, summary.cycles, entries)
+        return RunResult(outputs, summary.cycles, entries, self._trace() if trace else None)
+
+    def _trace(self) -> p.TracePage:
+        """Every dispatch of the latest (traced) run, a TRACE request per reply's worth."""
+        page = p.parse_trace(self.request(p.Msg.TRACE, p.trace_request(0)))
+        dispatches = list(page.dispatches)
+        while len(dispatches) < page.total:
+            more = p.parse_trace(self.request(p.Msg.TRACE, p.trace_request(len(dispatches)))).dispatches
+            if not more:
+                raise IreeRuntimeError(f"the board sent {len(dispatches)} of {page.total} traced dispatches, then none")
+            dispatches += more
+        return p.TracePage(page.start, page.end, page.total, page.dropped, dispatches)
 
     def benchmark(self, runs: int) -> p.BenchmarkResult:
         """Runs the last RUN's function `runs` more times with the same inputs, on the board."""

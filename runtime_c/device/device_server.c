@@ -17,6 +17,7 @@
 #define IRP_ARCH_CAPACITY 32u
 #define IRP_FUNCTION_NAME_CAPACITY 64u
 #define IRP_TEXT_CAPACITY 192u
+#define IRP_DEVICE_TRACE_EVENTS 4096u /* dispatches a traced RUN keeps at most (fewer when RAM is short) */
 
 /* A refusal message under construction (no printf on the board). */
 typedef struct irp_text_t {
@@ -74,6 +75,7 @@ typedef struct irp_server_t {
   irp_buffer_view_t* outputs;
   int run_ok;   /* outputs hold the result of the latest call */
   int profiled; /* the profile counters hold the latest RUN's */
+  int traced;   /* the module's trace holds the latest RUN's timeline */
 } irp_server_t;
 
 /* --- replies ------------------------------------------------------------------------------ */
@@ -118,6 +120,8 @@ static void irp_send_busy(irp_server_t* s, uint16_t seq) {
 /* --- module and run state ------------------------------------------------------------------ */
 
 static void irp_clear_run(irp_server_t* s) {
+  if (s->module != NULL) irp_module_set_trace(s->module, 0); /* its room is in the RAM about to be reused */
+  s->traced = 0;
   s->function = -1;
   s->input_count = 0;
   s->inputs = NULL;
@@ -435,6 +439,25 @@ static void irp_put_view(irp_wire_writer_t* w, const irp_buffer_view_t* view) {
   irp_wire_put_u32(w, (uint32_t)view->length);
 }
 
+/* Tracing on (the room for as many dispatches as fit in the RAM after the staged inputs, up to
+ * IRP_DEVICE_TRACE_EVENTS) or off. Refuses the run when not even one event fits. */
+static int irp_start_trace(irp_server_t* s, int trace) {
+  irp_module_set_trace(s->module, 0);
+  s->traced = 0;
+  irp_bump_reset(&s->ram, s->inputs_mark);
+  if (!trace) return 1;
+  for (uint32_t room = IRP_DEVICE_TRACE_EVENTS; room > 0; room /= 2) {
+    if (irp_module_set_trace(s->module, room) == IRP_OK) return 1;
+    irp_bump_reset(&s->ram, s->inputs_mark);
+  }
+  irp_text_t text = {{0}, 0};
+  irp_text_add(&text, "no RAM for a trace: ");
+  irp_text_add_u64(&text, (uint64_t)irp_bump_free_bytes(&s->ram));
+  irp_text_add(&text, " bytes free after the inputs");
+  irp_refuse_text(s, IRP_REFUSE_OUT_OF_RAM, &text);
+  return 0;
+}
+
 static void irp_handle_run(irp_server_t* s, irp_wire_reader_t* r) {
   uint8_t flags = irp_wire_get_u8(r);
   if (r->bad) {
@@ -460,12 +483,15 @@ static void irp_handle_run(irp_server_t* s, irp_wire_reader_t* r) {
     return;
   }
   int profile = (flags & 1u) != 0;
+  int trace = (flags & 2u) != 0;
   irp_module_set_profiling(s->module, profile);
+  if (!irp_start_trace(s, trace)) return;
   uint64_t start = s->board->cycles(s->board->ctx);
   irp_status_t status = irp_call(s->module, s->function, s->inputs, s->input_count, s->outputs, s->output_count);
   uint64_t cycles = s->board->cycles(s->board->ctx) - start;
   s->run_ok = status == IRP_OK;
   s->profiled = s->run_ok && profile;
+  s->traced = s->run_ok && trace;
   if (status != IRP_OK) {
     irp_refuse_runtime(s, IRP_REFUSE_RUN_FAILED, status, irp_function_name(s->module, s->function));
     return;
@@ -530,6 +556,8 @@ static void irp_handle_benchmark(irp_server_t* s, irp_wire_reader_t* r) {
   }
   irp_module_set_profiling(s->module, 0);
   s->profiled = 0;
+  irp_module_set_trace(s->module, 0); /* its room was after the inputs, where the cycle counts now are */
+  s->traced = 0;
   irp_status_t status = IRP_OK;
   for (uint32_t i = 0; i < runs && status == IRP_OK; ++i) {
     uint64_t start = s->board->cycles(s->board->ctx);
@@ -550,15 +578,23 @@ static void irp_handle_benchmark(irp_server_t* s, irp_wire_reader_t* r) {
   irp_bump_reset(&s->ram, s->inputs_mark);
 }
 
+/* PROFILE and TRACE: a well-formed request (`malformed` otherwise) after a successful RUN that
+ * recorded what they read (`not_recorded` otherwise). */
+static int irp_require_recorded(irp_server_t* s, const irp_wire_reader_t* r, int recorded, const char* malformed,
+                                const char* not_recorded) {
+  if (r->bad) {
+    irp_refuse(s, IRP_REFUSE_BAD_REQUEST, IRP_OK, malformed);
+    return 0;
+  }
+  if (!irp_require_run(s)) return 0;
+  if (!recorded) irp_refuse(s, IRP_REFUSE_NO_RUN, IRP_OK, not_recorded);
+  return recorded;
+}
+
 static void irp_handle_profile(irp_server_t* s, irp_wire_reader_t* r) {
   uint16_t first = irp_wire_get_u16(r);
-  if (r->bad) {
-    irp_refuse(s, IRP_REFUSE_BAD_REQUEST, IRP_OK, "PROFILE needs the first entry point");
-    return;
-  }
-  if (!irp_require_run(s)) return;
-  if (!s->profiled) {
-    irp_refuse(s, IRP_REFUSE_NO_RUN, IRP_OK, "the latest run was not profiled (RUN with the profile flag)");
+  if (!irp_require_recorded(s, r, s->profiled, "PROFILE needs the first entry point",
+                            "the latest run was not profiled (RUN with the profile flag)")) {
     return;
   }
   int32_t total = irp_module_entry_point_count(s->module);
@@ -575,6 +611,41 @@ static void irp_handle_profile(irp_server_t* s, irp_wire_reader_t* r) {
     irp_wire_put_str(&s->reply, name);
     irp_wire_put_u32(&s->reply, dispatches > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)dispatches);
     irp_wire_put_u64(&s->reply, irp_ns_to_cycles(ns, s->board->cycles_per_second));
+    ++count;
+  }
+  s->reply.data[count_at] = count;
+}
+
+/* Per dispatch of the latest traced RUN, from event `first` on: as many as fit in one reply. Times
+ * are the board's cycle counter (the runtime's clock in ns, back in cycles). */
+static void irp_handle_trace(irp_server_t* s, irp_wire_reader_t* r) {
+  uint32_t first = irp_wire_get_u32(r);
+  if (!irp_require_recorded(s, r, s->traced, "TRACE needs the first dispatch",
+                            "the latest run was not traced (RUN with the trace flag)")) {
+    return;
+  }
+  uint32_t rate = s->board->cycles_per_second;
+  uint64_t start_ns = 0, end_ns = 0, dropped = 0;
+  uint32_t total = 0;
+  irp_module_trace_call(s->module, &start_ns, &end_ns, &total, &dropped);
+  irp_wire_put_u64(&s->reply, irp_ns_to_cycles(start_ns, rate));
+  irp_wire_put_u64(&s->reply, irp_ns_to_cycles(end_ns, rate));
+  irp_wire_put_u32(&s->reply, total);
+  irp_wire_put_u64(&s->reply, dropped);
+  size_t count_at = s->reply.length;
+  irp_wire_put_u8(&s->reply, 0);
+  uint8_t count = 0;
+  const size_t event_bytes = 2u + 8u + 8u + 12u + 8u + 8u;
+  for (uint32_t i = first; i < total && count < 255; ++i) {
+    irp_trace_event_t event;
+    if (event_bytes > s->reply.capacity - s->reply.length) break;
+    if (irp_module_trace_event(s->module, i, &event) != IRP_OK) break;
+    irp_wire_put_u16(&s->reply, (uint16_t)event.entry_point);
+    irp_wire_put_u64(&s->reply, irp_ns_to_cycles(event.start_ns, rate));
+    irp_wire_put_u64(&s->reply, irp_ns_to_cycles(event.end_ns, rate));
+    for (int d = 0; d < 3; ++d) irp_wire_put_u32(&s->reply, event.workgroup_count[d]);
+    irp_wire_put_u64(&s->reply, event.binding_bytes);
+    irp_wire_put_u64(&s->reply, event.pool_bytes);
     ++count;
   }
   s->reply.data[count_at] = count;
@@ -600,6 +671,7 @@ static const irp_request_kind_t kRequests[] = {
     {IRP_MSG_READ_OUTPUT, 0, irp_handle_read_output},
     {IRP_MSG_BENCHMARK, 1, irp_handle_benchmark},
     {IRP_MSG_PROFILE, 0, irp_handle_profile},
+    {IRP_MSG_TRACE, 0, irp_handle_trace},
 };
 
 static void irp_serve_frame(irp_server_t* s, const irp_frame_t* frame) {

@@ -17,6 +17,7 @@ enum irp_message_type_e {
   IRP_MSG_READ_OUTPUT = 0x09,
   IRP_MSG_BENCHMARK = 0x0A,
   IRP_MSG_PROFILE = 0x0B,
+  IRP_MSG_TRACE = 0x0C,
   IRP_MSG_RESPONSE = 0x80, /* response type = request type | IRP_MSG_RESPONSE */
   IRP_MSG_BUSY = 0xFF,     /* a long request was received and is being worked on */
 };

@@ -2,6 +2,7 @@
  *
  *   irp-run MODULE.vmfb [--function=NAME] [--input=FILE.bin [--shape=DxDx...]]... [--output=FILE.bin]...
  *           [--output-shapes=FILE.txt] [--repeat=N] [--print] [--stats] [--device=local|vulkan] [--threads=N]
+ *           [--trace=FILE.txt]
  *   irp-run --info MODULE.vmfb
  *
  * Inputs are raw little-endian bytes; their dtype and shape come from the signature, except that an
@@ -20,6 +21,7 @@
 #include "../api/iree_py_runtime.h"
 
 #define MAX_FILES 255
+#define TRACE_EVENTS 65536u /* dispatches --trace keeps, as iree_py/cli/trace.py's MAX_EVENTS */
 
 typedef struct options_t {
   const char* module_path;
@@ -31,6 +33,7 @@ typedef struct options_t {
   int input_count;
   const char* output_shapes;
   int stats;
+  const char* trace; /* --trace: the last call's timeline, as text (write_trace) */
   const char* outputs[MAX_FILES];
   int output_count;
   long repeat;
@@ -45,7 +48,7 @@ static int usage(const char* problem) {
   fprintf(stderr,
           "usage: irp-run MODULE.vmfb [--function=NAME] [--input=FILE.bin [--shape=DxD...]]... [--output=FILE.bin]...\n"
           "               [--output-shapes=FILE.txt] [--repeat=N] [--print] [--stats] [--device=local|vulkan]\n"
-          "               [--threads=N (0: one per physical core, the default)]\n"
+          "               [--threads=N (0: one per physical core, the default)] [--trace=FILE.txt]\n"
           "       irp-run --info MODULE.vmfb\n");
   return 2;
 }
@@ -72,6 +75,8 @@ static int parse_options(int argc, char** argv, options_t* options) {
       options->output_shapes = arg + 16;
     } else if (strcmp(arg, "--stats") == 0) {
       options->stats = 1;
+    } else if (strncmp(arg, "--trace=", 8) == 0) {
+      options->trace = arg + 8;
     } else if (strncmp(arg, "--output=", 9) == 0) {
       if (options->output_count == MAX_FILES) return usage("too many --output");
       options->outputs[options->output_count++] = arg + 9;
@@ -245,6 +250,43 @@ static int write_output_shapes(const char* path, const irp_buffer_view_t* output
   return fclose(file) != 0;
 }
 
+/* The latest call's trace (irp_module_set_trace), one record a line, for iree_py/runtime/devices.py:
+ *   entry INDEX NAME                  (each entry point)
+ *   call START_NS END_NS DISPATCHES DROPPED
+ *   dispatch ENTRY START_NS END_NS WX WY WZ BINDING_BYTES POOL_BYTES THREADS
+ *   span START_NS END_NS WORKGROUPS   (THREADS of them after each dispatch) */
+static int write_trace(const char* path, const irp_module_t* module) {
+  FILE* file = fopen(path, "w");
+  if (file == NULL) {
+    fprintf(stderr, "irp-run: cannot write %s\n", path);
+    return 1;
+  }
+  for (int32_t i = 0; i < irp_module_entry_point_count(module); ++i) {
+    const char* name = "";
+    uint64_t dispatches = 0, ns = 0;
+    if (irp_module_entry_point_profile(module, i, &name, &dispatches, &ns) == IRP_OK) fprintf(file, "entry %d %s\n", i, name);
+  }
+  uint64_t start = 0, end = 0, dropped = 0;
+  uint32_t count = 0;
+  irp_module_trace_call(module, &start, &end, &count, &dropped);
+  fprintf(file, "call %llu %llu %u %llu\n", (unsigned long long)start, (unsigned long long)end, count,
+          (unsigned long long)dropped);
+  for (uint32_t i = 0; i < count; ++i) {
+    irp_trace_event_t e;
+    if (irp_module_trace_event(module, i, &e) != IRP_OK) break;
+    fprintf(file, "dispatch %d %llu %llu %u %u %u %llu %llu %u\n", e.entry_point, (unsigned long long)e.start_ns,
+            (unsigned long long)e.end_ns, e.workgroup_count[0], e.workgroup_count[1], e.workgroup_count[2],
+            (unsigned long long)e.binding_bytes, (unsigned long long)e.pool_bytes, e.thread_count);
+    for (uint32_t t = 0; t < e.thread_count; ++t) {
+      uint64_t span_start = 0, span_end = 0;
+      uint32_t workgroups = 0;
+      irp_module_trace_thread_span(module, i, t, &span_start, &span_end, &workgroups);
+      fprintf(file, "span %llu %llu %u\n", (unsigned long long)span_start, (unsigned long long)span_end, workgroups);
+    }
+  }
+  return fclose(file) != 0;
+}
+
 static double now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -325,6 +367,10 @@ static int run(irp_runtime_t* runtime, irp_module_t* module, const options_t* op
     }
     inputs[i].data = input_data[i];
   }
+  if (code == 0 && options->trace != NULL && irp_module_set_trace(module, TRACE_EVENTS) != IRP_OK) {
+    fprintf(stderr, "irp-run: --trace: %s\n", irp_runtime_error_message(runtime));
+    code = 1;
+  }
   long repeat = options->repeat > 0 ? options->repeat : 1;
   double* times = code == 0 ? malloc(sizeof(double) * (size_t)repeat) : NULL;
   if (code == 0 && times == NULL) code = 1;
@@ -346,6 +392,7 @@ static int run(irp_runtime_t* runtime, irp_module_t* module, const options_t* op
     code = write_file(options->outputs[i], outputs[i].data, outputs[i].length);
   }
   if (code == 0 && options->output_shapes != NULL) code = write_output_shapes(options->output_shapes, outputs, output_count);
+  if (code == 0 && options->trace != NULL) code = write_trace(options->trace, module);
   if (code == 0 && options->stats) {
     printf("peak memory: %zu bytes (arena %zu + pool)\n", irp_module_peak_bytes(module), irp_module_arena_size(module));
   }

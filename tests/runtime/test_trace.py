@@ -1,7 +1,8 @@
 """`--trace=FILE` (iree_py/cli/trace.py): the file is valid Chrome trace-event JSON (required fields,
 slices nested on each track, timestamps in order per track), the slices of each call add up to the
 runtime's call time, that time is most of the call as measured from Python, and with threads the
-workers' spans account for every workgroup of each dispatch."""
+workers' spans account for every workgroup of each dispatch; under qemu-user the runner's trace
+has the same kernels. (Board traces: tests/boards/test_board_trace.py, tests/device/test_device_trace.py.)"""
 from __future__ import annotations
 
 import json
@@ -115,6 +116,22 @@ def test_run_trace_and_its_errors(tmp_path: Path) -> None:
     check_trace_format(trace)
     kernels = [e["name"] for e in trace["traceEvents"] if e.get("cat") == "dispatch"]
     assert kernels[:2] == ["k0_conv", "k1_maxpool"] and trace["otherData"]["calls"] == 1
+    # under qemu-user the runner records the timeline (irp-run --trace): the same kernels, workers included
     module.write_bytes(iree_py.compile(EXAMPLES / "small_cnn.onnx", target="arm64"))
-    result = run("--device=qemu", f"--trace={tmp_path / 'x.json'}")
-    assert result.returncode == 1 and "--trace needs the local device" in result.stderr, result.stderr
+    result = run("--device=qemu", "--threads=2", f"--trace={tmp_path / 'q.json'}")
+    assert result.returncode == 0, result.stderr
+    trace = json.loads((tmp_path / "q.json").read_text())
+    check_trace_format(trace)
+    assert [e["name"] for e in trace["traceEvents"] if e.get("cat") == "dispatch"] == kernels
+    assert any(e["ph"] == "M" and e["args"]["name"] == "worker 1" for e in trace["traceEvents"])
+    memory = [e for e in trace["traceEvents"] if e["ph"] == "C"]
+    assert memory and all(e["args"]["arena bytes"] > 0 for e in memory)
+
+
+def test_trace_is_refused_where_nothing_records_it() -> None:
+    class Elsewhere:  # a device with no timeline (neither this host's runtime nor the qemu-user runner)
+        pass
+    module = iree_py.load(iree_py.compile(EXAMPLES / "small_cnn.onnx", target="host"))
+    module.device = Elsewhere()
+    with pytest.raises(iree_py.IreePyError, match="--trace needs this host's runtime .* not Elsewhere"):
+        start_tracing(module)

@@ -41,16 +41,6 @@ def lane_mask(b: ir.IRBuilder, valid: ir.Value, width: int) -> ir.Value:
     return b.icmp_signed("<", lanes, splat_value(b, valid, ir.VectorType(I64, width)))
 
 
-def position_mask(b: ir.IRBuilder, start: ir.Value, extent: ir.Value, width: int) -> ir.Value:
-    """<width x i1>: lane i is set when 0 <= start + i < extent (i64 values that fit i32, as
-    tensor dims do; compared in i32 lanes, half the work of i64): the lanes of a load starting at
-    element `start` of a row of `extent` elements that lie inside it."""
-    ty = ir.VectorType(I32, width)
-    at = b.add(splat_value(b, b.trunc(start, I32), ty), ir.Constant(ty, list(range(width))))
-    return b.and_(b.icmp_signed(">=", at, ir.Constant(ty, [0] * width)),
-                  b.icmp_signed("<", at, splat_value(b, b.trunc(extent, I32), ty)))
-
-
 def _lanes(b: ir.IRBuilder, valid: ir.Value, width: int) -> ir.Value:
     """`valid` as a <width x i1> mask: a mask as given, an i64 count as its leading lanes."""
     if isinstance(valid.type, ir.VectorType):

@@ -257,6 +257,8 @@ CHANNEL_SHAPES = {
     "group3_stride2": (1, 12, 9, 9, 51, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 3),
     "kernel_wider_than_image": (1, 2, 4, 4, 17, 5, 5, (1, 1), (3, 3, 3, 3), (1, 1), 1),
     "tall_interior_6x4": (1, 6, 12, 4, 16, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    "7x7_s2_first_layer": (1, 3, 23, 23, 20, 7, 7, (2, 2), (3, 3, 3, 3), (1, 1), 1),
+    "7x7_s2_one_channel": (2, 1, 17, 19, 9, 7, 7, (2, 2), (3, 3, 3, 3), (1, 1), 1),
 }
 
 
@@ -334,6 +336,9 @@ def test_choose_conv_strategy():
     assert strategy(late_3x3, "arm64") == conv.ConvStrategy("channels", 4)
     assert strategy((1, 8, 20, 20, 16, 3, 3, (1, 1), (1, 1, 1, 1), 1)).path == "channels"  # long rows too
     assert strategy((1, 3, 20, 20, 16, 3, 3, (1, 1), (1, 1, 1, 1), 1)).path == "columns"   # 3 input channels
+    assert strategy((1, 3, 32, 32, 16, 7, 7, (2, 2), (3, 3, 3, 3), 1)).path == "channels"  # ... but 7x7 taps
+    assert strategy((1, 1, 32, 32, 16, 7, 7, (2, 2), (3, 3, 3, 3), 1)).path == "channels"  # even from 1 channel
+    assert strategy((1, 1, 32, 32, 16, 5, 5, (1, 1), (2, 2, 2, 2), 1)).path == "columns"   # 25 taps
     assert strategy((1, 32, 7, 7, 4, 3, 3, (1, 1), (1, 1, 1, 1), 1)).path == "columns"     # M < a vector
     assert strategy((1, 32, 7, 7, 32, 3, 3, (1, 1), (1, 1, 1, 1), 32)).path == "columns"   # depthwise
     assert strategy((1, 32, 7, 7, 64, 1, 1, (1, 1), (0, 0, 0, 0), 1)).path == "channels"   # one row of 49

@@ -19,7 +19,8 @@ KERNEL_KINDS: dict[str, str] = {
     "globalavgpool": "X[N,C,...] -> Y[N,C,1,...]",
     "lstm": "X[seq,batch,in], W, R, B, sequence_lens (i32), initial_h, initial_c, P: the IR op LSTM (docs/ir.md "
             "\"Recurrent ops\"), every time step in one dispatch; attrs direction, hidden_size, activations, "
-            "activation_alpha/beta, clip, result (Y, Y_h, Y_c: the one output), input_forget",
+            "activation_alpha/beta, clip, result (Y, Y_h, Y_c: the one output), input_forget; weights_transposed: "
+            "W and R come as WT[dirs,in,4H], RT[dirs,H,4H] (the CPU plan step transposes constant ones)",
     "gru": "as lstm without initial_c and P, the IR op GRU; plus linear_before_reset",
     "rnn": "as gru without linear_before_reset, the IR op RNN",
     # --- elementwise, normalizations, scans

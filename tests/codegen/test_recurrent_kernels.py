@@ -50,19 +50,30 @@ def _layer(op: str, direction: str, seq: int, batch: int, size: int, hidden: int
     return arrays, attrs
 
 
+def _transposed(arrays: list[np.ndarray], attrs: dict) -> tuple[list[np.ndarray], dict]:
+    """The layer as the CPU plan step hands it over: W, R transposed to [dirs, in or H, G*H]."""
+    moved = [np.ascontiguousarray(np.transpose(a, (0, 2, 1))) for a in arrays[1:3]]
+    return [arrays[0], *moved, *arrays[3:]], {**attrs, "weights_transposed": True}
+
+
+@pytest.mark.parametrize("transposed", [False, True], ids=["rows", "transposed"])
 @pytest.mark.parametrize("op", sorted(GATES))
-def test_every_direction_result_and_variant(op: str) -> None:
+def test_every_direction_result_and_variant(op: str, transposed: bool) -> None:
+    """Hidden sizes off and on the vector width; H = 20 gives LSTM 80 gate rows, more than one
+    pass of the transposed matrix-vector product's accumulators."""
     specs, inputs, wants = [], [], []
-    shapes = [(5, 3, 7, 9, [5, 2, 4]), (3, 2, 16, 8, [7, 0]), (4, 2, 3, 5, [-3, 4])]  # (seq, batch, in, H, lens)
+    shapes = [(5, 3, 7, 9, [5, 2, 4]), (3, 2, 16, 8, [7, 0]), (4, 2, 3, 5, [-3, 4]),
+              (3, 1, 4, 20, [3])]  # (seq, batch, in, H, lens)
     for direction in ("forward", "reverse", "bidirectional"):
         for variant, (seq, batch, size, hidden, lens) in enumerate(shapes):
             arrays, attrs = _layer(op, direction, seq, batch, size, hidden, lens, variant % 2)
             for result in RESULTS[op]:
                 a = {**attrs, "result": result}
                 want = KERNELS[op](arrays, a)
-                specs.append(KernelSpec(f"{op}_{direction}_{variant}_{result}".lower(), op.lower(),
-                                        tuple(_t(v) for v in arrays), (_t(want),), a))
-                inputs.append(arrays)
+                given, given_attrs = _transposed(arrays, a) if transposed else (arrays, a)
+                specs.append(KernelSpec(f"{op}_{direction}_{variant}_{result}_{int(transposed)}".lower(), op.lower(),
+                                        tuple(_t(v) for v in given), (_t(want),), given_attrs))
+                inputs.append(given)
                 wants.append(want)
     for spec, (got,), want in zip(specs, run_kernels(specs, inputs), wants):
         assert_close(got, want, 1e-5, spec.name)

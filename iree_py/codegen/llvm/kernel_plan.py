@@ -1,10 +1,13 @@
 """The CPU backend's plan step: per dispatch, the kernel variant and weight layout its code path
 wants for this target. Conv2d: the channel-vector path gets its constant weight packed
 (weight_packing.py); QConv: the depthwise or dot-product kernel, with its packed weight
-(qconv_packing.py). Every other dispatch is unchanged."""
+(qconv_packing.py); LSTM/GRU/RNN: constant W and R transposed, so each step's gates are one
+matrix-vector product across rows (recurrent.py). Every other dispatch is unchanged."""
 from __future__ import annotations
 
 import dataclasses
+
+import numpy as np
 
 from iree_py.codegen.dispatch import Dispatch
 from iree_py.codegen.llvm.conv import choose_conv_strategy, conv_shape
@@ -20,7 +23,27 @@ def plan(dispatch: Dispatch, target: Target) -> Dispatch:
         return _with_packed_conv_weight(dispatch, target)
     if dispatch.spec.kind == "qconv":
         return choose_qconv_kernel(dispatch, target)
+    if dispatch.spec.kind in RECURRENT_KINDS:
+        return _with_transposed_recurrent_weights(dispatch)
     return dispatch
+
+
+RECURRENT_KINDS = ("lstm", "gru", "rnn")
+
+
+def _with_transposed_recurrent_weights(dispatch: Dispatch) -> Dispatch:
+    """W [dirs, G*H, input] and R [dirs, G*H, H], when both are constants, become WT [dirs, input,
+    G*H] and RT [dirs, H, G*H], and the spec says attrs weights_transposed."""
+    w, r = dispatch.inputs[1], dispatch.inputs[2]
+    if not (w.is_const and r.is_const):
+        return dispatch
+    inputs = list(dispatch.inputs)
+    for i, value in ((1, w), (2, r)):
+        data = np.ascontiguousarray(np.transpose(np.asarray(value.const), (0, 2, 1)))
+        inputs[i] = Value(f"{value.name}.transposed", TensorType(value.type.dtype, data.shape), const=data)
+    spec = dataclasses.replace(dispatch.spec, inputs=tuple(v.type for v in inputs),
+                               attrs={**dispatch.spec.attrs, "weights_transposed": True})
+    return Dispatch(dispatch.node, spec, inputs, dispatch.outputs)
 
 
 def _with_packed_conv_weight(dispatch: Dispatch, target: Target) -> Dispatch:

@@ -15,7 +15,9 @@ from typing import Callable
 
 from iree_py.codegen.spirv.builder import KernelBuilder, Value
 from iree_py.codegen.spirv.math import BINARY, UNARY
+from iree_py.codegen.spirv.narrow import float_to_narrow_int, round_to_narrow
 from iree_py.codegen.spirv.scalars import Scalar, scalar, wrap
+from iree_py.ir.narrow_types import NARROW_FLOAT_DTYPES, NARROW_INT_DTYPES
 from iree_py.ir.ops.elementwise import int_clip_bounds
 from iree_py.ir.types import DType
 
@@ -214,6 +216,17 @@ def _int_to_int(b: KernelBuilder, x: Value, src: Scalar, dst: Scalar) -> Value:
 
 
 def emit_cast(b: KernelBuilder, x: Value, src: Scalar, dst: Scalar) -> Value:
+    """A narrow target (narrow.py) rounds (floats, f32 first) or wraps (integers; a float source
+    rounds half away from zero first) the wide cast's result."""
+    if dst.dtype in NARROW_INT_DTYPES and src.is_float:
+        return wrap(b, float_to_narrow_int(b, x), dst)
+    value = _wide_cast(b, x, src, dst)
+    if dst.dtype in NARROW_FLOAT_DTYPES and src.dtype != dst.dtype:
+        return round_to_narrow(b, value, dst.dtype)
+    return value
+
+
+def _wide_cast(b: KernelBuilder, x: Value, src: Scalar, dst: Scalar) -> Value:
     if dst.dtype == DType.bool:
         if src.is_float:
             return b.op("OpFUnordNotEqual", "bool", x, b.float(0.0))

@@ -145,12 +145,12 @@ def round_to_narrow(b: KernelBuilder, x: Value, dtype: DType) -> Value:
 
 
 def float_to_narrow_int(b: KernelBuilder, x: Value) -> Value:
-    """An f32 -> the i32 that a 4-/2-bit integer Cast wraps (scalars.wrap): rounded half away from
+    """An f32 or f64 -> the i32 that a 4-/2-bit integer Cast wraps (scalars.wrap): rounded half away from
     zero; beyond +-2**31 and NaN INT32_MIN, whose low bits are 0 (narrow_types.narrow_cast_array)."""
     limit = 2.0 ** 31
     inside = b.logical_and(x > -limit, x < limit)  # false for NaN
-    whole = b.op("OpConvertFToS", "i32", b.select(inside, x, b.float(0.0)))
-    fraction = x - b.to_f32(whole)
+    whole = b.op("OpConvertFToS", "i32", b.select(inside, x, b.const(0.0, x.ty)))
+    fraction = x - b.op("OpConvertSToF", x.ty, whole)
     up = b.select(fraction >= 0.5, b.int(1), b.int(0))
     down = b.select(fraction <= -0.5, b.int(1), b.int(0))
     return b.select(inside, whole + up - down, b.int(-(1 << 31)))

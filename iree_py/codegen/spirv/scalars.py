@@ -2,7 +2,8 @@
 its storage buffer and the register type it is computed in.
 
 - f32 and f16 compute in f32 (an f16 is widened on load and rounded when stored, as the CPU
-  backend's f16 steps: codegen/llvm/elementwise_typed.py);
+  backend's f16 steps: codegen/llvm/elementwise_typed.py); f64 in f64 (the steps exact in double
+  precision only: typed_math.F64_NATIVE);
 - integers of up to 32 bits compute in i32, 64-bit ones in i64. An 8- or 16-bit integer is kept
   sign- or zero-extended in its i32 register and wrapped back to its width after every step, so
   signed i32 arithmetic on the register gives the narrow type's wrapping results;
@@ -28,13 +29,13 @@ from iree_py.ir.types import DType
 class Scalar:
     dtype: DType
     storage: str   # the binding's element type (builder.TYPES)
-    register: str  # the type values are computed in: f32, i32, i64 or bool
+    register: str  # the type values are computed in: f32, f64, i32, i64 or bool
     bits: int      # the dtype's width
     signed: bool
 
     @property
     def is_float(self) -> bool:
-        return self.register == "f32"
+        return self.register in ("f32", "f64")
 
     @property
     def is_int(self) -> bool:
@@ -49,6 +50,7 @@ class Scalar:
 SCALARS: dict[DType, Scalar] = {s.dtype: s for s in (
     Scalar(DType.f32, "f32", "f32", 32, True),
     Scalar(DType.f16, "f16", "f32", 16, True),
+    Scalar(DType.f64, "f64", "f64", 64, True),
     Scalar(DType.i32, "i32", "i32", 32, True),
     Scalar(DType.u32, "i32", "i32", 32, False),
     Scalar(DType.i64, "i64", "i64", 64, True),

@@ -81,11 +81,11 @@ def test_a_kind_the_backend_lacks_is_a_compile_error_naming_node_and_kind():
 
 
 def test_a_dtype_the_backend_lacks_is_a_compile_error():
-    m = model([helper.make_node("Add", ["a", "b"], ["y"], name="add")], {"a": (4,), "b": (4,)}, ["y"])
+    m = model([helper.make_node("MatMul", ["a", "b"], ["y"], name="matmul")], {"a": (4, 4), "b": (4, 4)}, ["y"])
     for v in [*m.graph.input, *m.graph.output]:
-        v.type.tensor_type.elem_type = 11  # double: no f64 arithmetic on this backend
-    with pytest.raises(CompileError, match=r"node 'add' \(op Add\): target vulkan \(backend spirv\) cannot build "
-                                           r"kernel kind 'elementwise': elementwise dtype f64 \(elementwise takes f32, "):
+        v.type.tensor_type.elem_type = 11  # double: no f64 matmul on this backend
+    with pytest.raises(CompileError, match=r"node 'matmul' \(op MatMul\): target vulkan \(backend spirv\) cannot "
+                                           r"build kernel kind 'matmul': dtype f64 \(it takes f32\)"):
         iree_py.compile(m.SerializeToString(), target="vulkan")
 
 

@@ -10,7 +10,7 @@ from iree_py.codegen.spirv.argminmax import build_argmax, build_argmin
 from iree_py.codegen.spirv.builder import KernelBuilder
 from iree_py.codegen.spirv.conv import build_conv2d
 from iree_py.codegen.spirv.cumulative import ELEMENT_TYPES as CUMULATIVE_TYPES, build_cumprod, build_cumsum
-from iree_py.codegen.spirv.data_movement import build_concat, build_slice, build_transpose
+from iree_py.codegen.spirv.data_movement import build_bitcast, build_concat, build_slice, build_transpose
 from iree_py.codegen.spirv.elementwise import build_elementwise, build_expand, tensor_scalars
 from iree_py.codegen.spirv.gather_scatter import (build_gather, build_gather_elements, build_gather_nd,
                                                   build_scatter_elements, build_scatter_nd)
@@ -47,6 +47,7 @@ KERNEL_BUILDERS: dict[str, Builder] = {
     "transpose": build_transpose,
     "slice": build_slice,
     "concat": build_concat,
+    "bitcast": build_bitcast,
     "gather": build_gather,
     "gather_elements": build_gather_elements,
     "gather_nd": build_gather_nd,
@@ -55,10 +56,13 @@ KERNEL_BUILDERS: dict[str, Builder] = {
     "pad": build_pad,
     "lrn": build_lrn,
 }
-# Kinds that only move elements: any 4-byte dtype, its bits copied through int arrays (scatter's
-# reductions compute in f32 or i32: element_types).
+# Kinds that only move elements: any 1-, 2- or 4-byte dtype, its bits copied through u8, u16 or int
+# arrays (MOVED_STORAGE; scatter's reductions compute in f32 or i32: element_types).
 DATA_MOVEMENT = ("expand", "transpose", "slice", "concat", "gather", "pad", "gather_elements", "gather_nd",
-                 "scatter_elements", "scatter_nd")
+                 "scatter_elements", "scatter_nd", "bitcast")
+# element bytes -> the storage type a data-movement kernel copies them as (1 and 2 bytes need the
+# 8-/16-bit storage access: plan.py checks the target grants it)
+MOVED_STORAGE = {1: "u8", 2: "u16", 4: "i32"}
 # Kinds whose input 1 is an indices tensor (i32, or i64 read as low words), moved by no kernel.
 INDEXED = ("gather", "gather_elements", "gather_nd", "scatter_elements", "scatter_nd")
 # Kinds whose bindings hold their tensors' dtype (scalars.py, cumulative.py), or that compute in
@@ -119,7 +123,12 @@ def element_types(spec: KernelSpec) -> list[str]:
     scatter = spec.kind in ("scatter_elements", "scatter_nd")
     if scatter and spec.attrs["reduction"] != "none" and spec.inputs[0].dtype == DType.f32:
         return ["f32", "i32", "f32", "f32"]
-    return [("i32" if spec.kind in DATA_MOVEMENT else "f32")] * count
+    if spec.kind not in DATA_MOVEMENT:
+        return ["f32"] * count
+    types = [MOVED_STORAGE[spec.inputs[0].dtype.itemsize]] * count
+    if spec.kind in INDEXED:
+        types[1] = "i32"
+    return types
 
 
 def start_kernel(spec: KernelSpec, target: Target) -> tuple[KernelBuilder, Dim]:

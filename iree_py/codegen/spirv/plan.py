@@ -3,8 +3,8 @@ naming the node when this backend cannot build it — never a fallback to anothe
 from __future__ import annotations
 
 from iree_py.codegen.dispatch import Dispatch
-from iree_py.codegen.spirv.kernels import (DATA_MOVEMENT, EIGHT_BYTE_DTYPES, FOUR_BYTE_DTYPES, INDEXED,
-                                           KERNEL_BUILDERS, TYPED, kernel_symbols, start_kernel)
+from iree_py.codegen.spirv.kernels import (DATA_MOVEMENT, FOUR_BYTE_DTYPES, INDEXED, KERNEL_BUILDERS, TYPED,
+                                           kernel_symbols, start_kernel)
 from iree_py.codegen.spirv.math import BINARY, UNARY
 from iree_py.codegen.spirv.resize import TAPS
 from iree_py.codegen.spirv.typed_math import UnsupportedStep
@@ -14,6 +14,8 @@ from iree_py.ir.resize_math import COORDINATE_MODES, NEAREST_MODES
 from iree_py.ir.types import DType
 from iree_py.targets import Target
 
+# Every dtype a data-movement kernel copies (1-, 2-, 4- and 8-byte elements; kernels.MOVED_STORAGE).
+MOVED_DTYPES = tuple(d for d in DType if d != DType.string)
 # A capability a shader declares -> the target flag that grants it (targets/vulkan.toml).
 CAPABILITY_FLAGS = {"Int64": "shader_int64", "StorageBuffer8BitAccess": "storage_buffer_8bit",
                     "StorageBuffer16BitAccess": "storage_buffer_16bit", "Float64": "shader_float64"}
@@ -33,7 +35,7 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
     spec = dispatch.spec
     if spec.kind not in KERNEL_BUILDERS:
         return f"the backend has no builder for it (it builds {', '.join(sorted(KERNEL_BUILDERS))})"
-    allowed = (*FOUR_BYTE_DTYPES, *EIGHT_BYTE_DTYPES) if spec.kind in DATA_MOVEMENT else (DType.f32,)
+    allowed = MOVED_DTYPES if spec.kind in DATA_MOVEMENT else (DType.f32,)
     checked = list((*spec.inputs, *spec.outputs))
     if spec.kind in ("cumsum", "cumprod"):
         allowed = (DType.f32, DType.f64, DType.i32, DType.i64)
@@ -60,8 +62,8 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
     for t in checked:
         if t.dtype not in allowed:
             return f"dtype {t.dtype.value} (it takes {', '.join(d.value for d in allowed)})"
-    if spec.kind in TYPED:
-        why = typed_refusal(spec, target)
+    if spec.kind in TYPED or (spec.kind in DATA_MOVEMENT and spec.inputs[0].dtype.itemsize < 4):
+        why = typed_refusal(spec, target)  # 1-/2-byte moves need 8-/16-bit storage access
         if why is not None:
             return why
     for op in spec.epilogue:

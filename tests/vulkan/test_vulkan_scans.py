@@ -1,6 +1,7 @@
-"""CumSum, CumProd, ArgMax and ArgMin on the Vulkan target (spirv/cumulative.py, argminmax.py)
-against onnxruntime: exclusive and reverse running sums in f32, f64, i32 and i64, and the tie rules of
-select_last_index on inputs with repeated values."""
+"""CumSum, CumProd, ArgMax, ArgMin and Hardmax on the Vulkan target (spirv/cumulative.py,
+argminmax.py, softmax.py) against onnxruntime: exclusive and reverse running sums in f32, f64, i32
+and i64, the tie rules of select_last_index on inputs with repeated values, and Hardmax's first
+maximum on ties along every axis."""
 from __future__ import annotations
 
 import numpy as np
@@ -48,5 +49,13 @@ def test_argminmax_ties_match_onnxruntime_on_vulkan(op: str, last: int, axis: in
     m = model([helper.make_node(op, ["x"], ["y"], name="arg", axis=axis, keepdims=1, select_last_index=last)],
               {"x": (3, 4, 5)}, ["y"], opset=13)
     m.graph.output[0].type.tensor_type.elem_type = TensorProto.INT64
+    x = rng.integers(0, 3, (3, 4, 5)).astype(np.float32)  # many ties
+    check_against_reference(m, "vulkan", inputs=[x])
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_hardmax_takes_the_first_maximum_on_vulkan(axis: int):
+    m = model([helper.make_node("Hardmax", ["x"], ["y"], name="hardmax", axis=axis)], {"x": (3, 4, 5)}, ["y"],
+              opset=13)
     x = rng.integers(0, 3, (3, 4, 5)).astype(np.float32)  # many ties
     check_against_reference(m, "vulkan", inputs=[x])

@@ -20,7 +20,7 @@ from iree_py.codegen.spirv.pad import build_pad
 from iree_py.codegen.spirv.pool import build_avgpool, build_globalavgpool, build_lrn, build_maxpool
 from iree_py.codegen.spirv.reduce import build_reduce, build_reduce_rt
 from iree_py.codegen.spirv.resize import build_resize_rt
-from iree_py.codegen.spirv.softmax import build_logsoftmax, build_softmax
+from iree_py.codegen.spirv.softmax import build_hardmax, build_logsoftmax, build_softmax
 from iree_py.ir.symbols import Expr, call, dim
 from iree_py.ir.types import DType, TensorType
 from iree_py.targets import Target
@@ -37,6 +37,7 @@ KERNEL_BUILDERS: dict[str, Builder] = {
     "globalavgpool": build_globalavgpool,
     "softmax": build_softmax,
     "logsoftmax": build_logsoftmax,
+    "hardmax": build_hardmax,
     "reduce": build_reduce,
     "reduce_rt": build_reduce_rt,
     "resize_rt": build_resize_rt,

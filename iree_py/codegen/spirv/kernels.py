@@ -17,7 +17,7 @@ from iree_py.codegen.spirv.gather_scatter import (build_gather, build_gather_ele
 from iree_py.codegen.spirv.indexing import Dim
 from iree_py.codegen.spirv.matmul import build_matmul
 from iree_py.codegen.spirv.pad import build_pad
-from iree_py.codegen.spirv.pool import build_avgpool, build_globalavgpool, build_lrn, build_maxpool
+from iree_py.codegen.spirv.pool import build_avgpool, build_globalavgpool, build_lppool, build_lrn, build_maxpool
 from iree_py.codegen.spirv.reduce import build_reduce, build_reduce_rt
 from iree_py.codegen.spirv.resize import build_resize_rt
 from iree_py.codegen.spirv.softmax import build_hardmax, build_logsoftmax, build_softmax
@@ -34,6 +34,7 @@ KERNEL_BUILDERS: dict[str, Builder] = {
     "matmul": build_matmul,
     "maxpool": build_maxpool,
     "avgpool": build_avgpool,
+    "lppool": build_lppool,
     "globalavgpool": build_globalavgpool,
     "softmax": build_softmax,
     "logsoftmax": build_logsoftmax,

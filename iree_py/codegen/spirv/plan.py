@@ -71,7 +71,9 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
             return f"epilogue op {op.op}"
     if spec.kind == "matmul" and any(len(t.shape) < 2 for t in spec.inputs[:2]):
         return "matmul of rank < 2"
-    if spec.kind in ("conv2d", "maxpool", "avgpool") and len(spec.inputs[0].shape) != 4:
+    if spec.kind == "lppool" and int(spec.attrs.get("p", 2)) < 1:
+        return f"lppool p = {spec.attrs['p']} (it takes integers >= 1)"
+    if spec.kind in ("conv2d", "maxpool", "avgpool", "lppool") and len(spec.inputs[0].shape) != 4:
         return f"{spec.kind} on rank {len(spec.inputs[0].shape)} (2-D windows only)"
     words = len(spec.inputs) + len(spec.outputs) + len(kernel_symbols(spec))
     if words * 4 > target.push_constant_bytes:

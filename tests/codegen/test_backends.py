@@ -13,7 +13,7 @@ from iree_py.targets import available_targets, load_target
 LACKING: dict[str, set[str]] = {
     "llvm": set(),
     # The first Vulkan slice (docs/vulkan.md): f32 linear algebra, windows, softmax, reduce, data movement.
-    "spirv": {"conv_transpose", "dequantize",
+    "spirv": {"dequantize",
               "gru", "lstm", "maxpool_index",
               "nms_output", "nms_select", "nonzero", "nonzero_count", "qadd", "qavgpool", "qconv",
               "qconv_dot", "qconv_transpose", "qdwconv", "qlookup", "qlstm", "qmatmul", "qsoftmax", "quantize",

@@ -9,7 +9,6 @@ from iree_py.errors import CompileError
 from test_ops import CASES
 
 REFUSED = {
-    "conv_transpose_stride2_group",
     "convinteger_u8_depth2304",
     "gru_reverse_linear_before_reset",
     "lstm_bidirectional_seq_lens", "matmulinteger_s8_k2048",

@@ -9,6 +9,7 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.spirv.argminmax import build_argmax, build_argmin
 from iree_py.codegen.spirv.builder import KernelBuilder
 from iree_py.codegen.spirv.conv import build_conv2d
+from iree_py.codegen.spirv.conv_transpose import build_conv_transpose
 from iree_py.codegen.spirv.cumulative import ELEMENT_TYPES as CUMULATIVE_TYPES, build_cumprod, build_cumsum
 from iree_py.codegen.spirv.data_movement import build_bitcast, build_concat, build_slice, build_transpose
 from iree_py.codegen.spirv.elementwise import build_elementwise, build_expand, tensor_scalars
@@ -31,6 +32,7 @@ KERNEL_BUILDERS: dict[str, Builder] = {
     "elementwise": build_elementwise,
     "expand": build_expand,
     "conv2d": build_conv2d,
+    "conv_transpose": build_conv_transpose,
     "matmul": build_matmul,
     "maxpool": build_maxpool,
     "avgpool": build_avgpool,

@@ -18,7 +18,7 @@ LACKING: dict[str, set[str]] = {
               "nms_output", "nms_select", "nonzero", "nonzero_count", "qadd", "qavgpool", "qconv",
               "qconv_dot", "qconv_transpose", "qdwconv", "qlookup", "qlstm", "qmatmul", "qsoftmax", "quantize",
               "resize", "rnn", "roi_align",
-              "string_equal", "topk", "unique", "unique_count"},
+              "string_equal", "unique", "unique_count"},
 }
 
 

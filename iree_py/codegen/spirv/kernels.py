@@ -21,6 +21,7 @@ from iree_py.codegen.spirv.pad import build_pad
 from iree_py.codegen.spirv.pool import build_avgpool, build_globalavgpool, build_lppool, build_lrn, build_maxpool
 from iree_py.codegen.spirv.reduce import build_reduce, build_reduce_rt
 from iree_py.codegen.spirv.resize import build_resize_rt
+from iree_py.codegen.spirv.topk import build_topk, element_types as topk_element_types
 from iree_py.codegen.spirv.softmax import build_hardmax, build_logsoftmax, build_softmax
 from iree_py.ir.symbols import Expr, call, dim
 from iree_py.ir.types import DType, TensorType
@@ -59,6 +60,7 @@ KERNEL_BUILDERS: dict[str, Builder] = {
     "scatter_nd": build_scatter_nd,
     "pad": build_pad,
     "lrn": build_lrn,
+    "topk": build_topk,
 }
 # Kinds that only move elements: any 1-, 2- or 4-byte dtype, its bits copied through u8, u16 or int
 # arrays (MOVED_STORAGE; scatter's reductions compute in f32 or i32: element_types).
@@ -119,6 +121,8 @@ def element_types(spec: KernelSpec) -> list[str]:
         return [CUMULATIVE_TYPES[t.dtype] for t in (*spec.inputs, *spec.outputs)]
     if spec.kind in ("argmax", "argmin"):
         return ["f32", "i32"]
+    if spec.kind == "topk":
+        return topk_element_types(spec)
     if spec.kind == "reduce_rt":  # the i64 axes mask as int words
         return ["f32", "i32", "f32"]
     if spec.kind == "resize_rt":  # X and Y: f32, or another 4-byte dtype moved (nearest) as int words

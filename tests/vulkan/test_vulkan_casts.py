@@ -18,7 +18,7 @@ ONNX_TYPE = {DType.bf16: TensorProto.BFLOAT16, DType.f8e4m3fn: TensorProto.FLOAT
              DType.f8e5m2fnuz: TensorProto.FLOAT8E5M2FNUZ, DType.f4e2m1: TensorProto.FLOAT4E2M1,
              DType.f8e8m0: TensorProto.FLOAT8E8M0, DType.i4: TensorProto.INT4, DType.u4: TensorProto.UINT4,
              DType.i2: TensorProto.INT2, DType.u2: TensorProto.UINT2, DType.f32: TensorProto.FLOAT,
-             DType.i32: TensorProto.INT32}
+             DType.i32: TensorProto.INT32, DType.f16: TensorProto.FLOAT16}
 NARROW = sorted(NARROW_FLOAT_DTYPES | NARROW_INT_DTYPES, key=lambda d: d.value)
 rng = np.random.default_rng(5)
 
@@ -80,3 +80,20 @@ def test_cast_between_narrow_floats_matches_numpy_on_vulkan():
     x = narrow_cast_array(_f32_values(), DType.bf16)
     (y,) = run_iree(_cast_model(DType.bf16, DType.f8e4m3fn, x.size), [x], "vulkan")
     _same(y, narrow_cast_array(x, DType.f8e4m3fn))
+
+
+def test_cast_to_f16_inside_an_expression_keeps_subnormals_on_vulkan():
+    """Cast(Cast(x, f16), f32) * 2 fuses into one expression, whose f16 rounding must keep f16's
+    subnormals (OpQuantizeToF16 may flush them; lavapipe does: QLinearMatMul's f16 scale products)."""
+    x = np.concatenate([_f32_values(), np.float32(2.0 ** -14) * rng.random(50).astype(np.float32)])
+    nodes = [helper.make_node("Cast", ["x"], ["h"], name="to_f16", to=TensorProto.FLOAT16),
+             helper.make_node("Cast", ["h"], ["f"], name="back", to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["f", "two"], ["y"], name="twice")]
+    graph = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [x.size])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [x.size])],
+                              [helper.make_tensor("two", TensorProto.FLOAT, (), [2.0])])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    m.ir_version = 10
+    (y,) = run_iree(m, [x], "vulkan")
+    with np.errstate(over="ignore"):
+        _same(y, x.astype(np.float16).astype(np.float32) * np.float32(2.0))

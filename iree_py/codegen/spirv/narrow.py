@@ -7,16 +7,19 @@ so they need only the 8-/16-bit storage access int8/int16 tensors already use. E
 i32 bit manipulation on the f32 bits (codes are zero-extended into i32 registers):
 - `code_to_f32`: code -> the exact f32;
 - `f32_to_code`: f32 -> code, round to nearest even; NaN gives the format's NaN (f4e2m1: -0);
-- `round_to_narrow`: Cast's rounding (float8 and f4e2m1 saturate, bf16 overflows to inf, f8e8m0
-  rounds up and saturates);
+- `round_to_narrow`: Cast's rounding (float8 and f4e2m1 saturate, bf16 and f16 overflow to inf,
+  f8e8m0 rounds up and saturates);
 - `float_to_narrow_int`: Cast of a float to i4/u4/i2/u2 (round half away from zero, then wrap).
 """
 from __future__ import annotations
 
 from iree_py.codegen.spirv.builder import KernelBuilder, Value
-from iree_py.ir.narrow_types import E8M0_NAN, FLOAT_FORMATS
+from iree_py.ir.narrow_types import E8M0_NAN, FLOAT_FORMATS, FloatFormat
 from iree_py.ir.types import DType
 
+# f16 as one more small float: a Cast to f16 inside an expression rounds through its code, since
+# OpQuantizeToF16 may flush f16 subnormals to zero (lavapipe does)
+FORMATS = {**FLOAT_FORMATS, DType.f16: FloatFormat(5, 10, 15, "ieee", saturates=False)}
 F32_NAN_BITS = 0x7FC00000
 F32_INF_BITS = 0x7F800000
 
@@ -72,7 +75,7 @@ def code_to_f32(b: KernelBuilder, code: Value, dtype: DType) -> Value:
         return _e8m0_to_f32(b, code)
     if dtype == DType.bf16:
         return _float(b, _shl(b, code, 16))
-    fmt = FLOAT_FORMATS[dtype]
+    fmt = FORMATS[dtype]
     m = fmt.mantissa
     sign = _shl(b, _and(b, code, fmt.sign_bit), 32 - fmt.width)
     magnitude = _and(b, code, fmt.sign_bit - 1)
@@ -109,7 +112,7 @@ def f32_to_code(b: KernelBuilder, x: Value, dtype: DType, saturate: bool = False
     the format has one, else NaN."""
     if dtype == DType.f8e8m0:
         return _e8m0_code(b, x, round_up=False)
-    fmt = FLOAT_FORMATS[dtype]
+    fmt = FORMATS[dtype]
     u = _bits(b, x)
     sign = _shr(b, _and(b, u, 0x80000000), 32 - fmt.width)
     a = _and(b, u, 0x7FFFFFFF)
@@ -141,7 +144,7 @@ def round_to_narrow(b: KernelBuilder, x: Value, dtype: DType) -> Value:
     """An f32 rounded to the nearest value of narrow float `dtype` (still an f32), as Cast rounds."""
     if dtype == DType.f8e8m0:
         return _e8m0_to_f32(b, _e8m0_code(b, x, round_up=True))
-    return code_to_f32(b, f32_to_code(b, x, dtype, FLOAT_FORMATS[dtype].saturates), dtype)
+    return code_to_f32(b, f32_to_code(b, x, dtype, FORMATS[dtype].saturates), dtype)
 
 
 def float_to_narrow_int(b: KernelBuilder, x: Value) -> Value:

@@ -16,7 +16,7 @@ LACKING: dict[str, set[str]] = {
     "spirv": {"dequantize",
               "gru", "lstm", "maxpool_index",
               "nms_output", "nms_select", "nonzero", "nonzero_count", "qadd", "qavgpool", "qconv",
-              "qconv_dot", "qconv_transpose", "qdwconv", "qlookup", "qlstm", "qmatmul", "qsoftmax", "quantize",
+              "qconv_dot", "qconv_transpose", "qdwconv", "qlookup", "qlstm", "qsoftmax", "quantize",
               "resize", "rnn", "roi_align",
               "string_equal", "unique", "unique_count"},
 }

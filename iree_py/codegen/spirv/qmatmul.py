@@ -1,0 +1,77 @@
+"""MatMulInteger on SPIR-V: the "qmatmul" kernel without requantization (requant "none", the int32
+sums; a requantizing qmatmul is refused by plan.py). A[..., M, K] (i8/u8) @ B[K, N] or B[..., K, N]
+(i8/u8, A's batch dims) + bias[N] (i32), as the CPU kernel (codegen/llvm/qmatmul.py): every product
+(A - a_zp) * (B - b_zp) summed in i32, wrapping modulo 2**32. Zero points are attributes (an int,
+or a list per column for B) or bindings (attrs operands): A's per tensor or per row (element
+row % M), B's per tensor or per column. One invocation per output element."""
+from __future__ import annotations
+
+from iree_py.codegen.kernel_spec import KernelSpec
+from iree_py.codegen.spirv.builder import KernelBuilder, Value
+from iree_py.codegen.spirv.indexing import Dim, dims, product
+from iree_py.codegen.spirv.scalars import load, scalar
+from iree_py.ir.types import DType
+
+DEFAULT_OPERANDS = ("x", "w", "bias")  # the roles of the inputs when attrs has no operands (llvm/requant.py)
+NO_REQUANT = "none"
+QUANTIZED = (DType.i8, DType.u8)
+
+
+def operand_roles(spec: KernelSpec) -> dict[str, int]:
+    """Role ("x", "w", "bias", "x_zero_point", "w_zero_point") -> input binding."""
+    roles = spec.attrs.get("operands", DEFAULT_OPERANDS[:len(spec.inputs)])
+    return {role: i for i, role in enumerate(roles)}
+
+
+def element_types(spec: KernelSpec) -> list[str]:
+    return [scalar(t.dtype).storage for t in spec.inputs] + ["i32"]
+
+
+def refusal(spec: KernelSpec) -> str | None:
+    if spec.attrs.get("requant") != NO_REQUANT:
+        return f"qmatmul with requantization (requant {spec.attrs.get('requant')!r}; it builds {NO_REQUANT!r})"
+    roles = operand_roles(spec)
+    if "x" not in roles or "w" not in roles:
+        return f"qmatmul operands {tuple(roles)}"
+    for role, i in roles.items():
+        want = (DType.i32,) if role == "bias" else QUANTIZED
+        if spec.inputs[i].dtype not in want:
+            return f"qmatmul {role} of dtype {spec.inputs[i].dtype.value}"
+    return None
+
+
+def _zero_point(b: KernelBuilder, spec: KernelSpec, role: str, channel: Value) -> Value:
+    """The zero point for a row (x) or column (w): its binding's element (element 0 when it holds
+    one), else the attribute (an int, or a per-column list)."""
+    roles = operand_roles(spec)
+    if role in roles:
+        t = spec.inputs[roles[role]]
+        return load(b, roles[role], channel if int(t.shape[0]) > 1 else b.int(0), scalar(t.dtype))
+    values = spec.attrs.get(role, 0)
+    values = list(values) if isinstance(values, (list, tuple)) else [values]
+    value = b.int(int(values[0]))
+    for i, v in enumerate(values[1:], start=1):  # a per-column list: chosen by comparisons
+        value = b.select(channel.eq(i), b.int(int(v)), value)
+    return value
+
+
+def build_qmatmul(b: KernelBuilder, spec: KernelSpec) -> Dim:
+    roles = operand_roles(spec)
+    x, w = roles["x"], roles["w"]
+    a_shape, b_shape = dims(spec.inputs[x]), dims(spec.inputs[w])
+    m, k, n = a_shape[-2], a_shape[-1], b_shape[-1]
+    a_type, b_type = scalar(spec.inputs[x].dtype), scalar(spec.inputs[w].dtype)
+    batched = len(b_shape) > 2
+    total = product([*a_shape[:-1], n])
+    with b.for_each(total) as index:
+        row, col = index / b.dim(n), index % b.dim(n)
+        a_zp = _zero_point(b, spec, "x_zero_point", row % b.dim(m))
+        b_zp = _zero_point(b, spec, "w_zero_point", col)
+        b_start = (row / b.dim(m)) * b.dim(product([k, n])) if batched else b.int(0)
+        acc = b.variable("i32", b.load(roles["bias"], col) if "bias" in roles else b.int(0))
+        with b.loop(0, b.dim(k)) as i:
+            av = load(b, x, row * b.dim(k) + i, a_type) - a_zp
+            bv = load(b, w, b_start + i * b.dim(n) + col, b_type) - b_zp
+            acc.set(acc.get() + av * bv)
+        b.store(len(spec.inputs), index, acc.get())
+    return total

@@ -9,7 +9,6 @@ from iree_py.errors import CompileError
 from test_ops import CASES
 
 REFUSED = {
-    "convinteger_u8_depth2304",
     "gru_reverse_linear_before_reset",
     "lstm_bidirectional_seq_lens",
     "qlinearconv_u8_chain", "qlinearmatmul_i8_chain", "resize_linear_half_pixel",

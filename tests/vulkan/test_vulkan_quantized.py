@@ -1,7 +1,9 @@
-"""MatMulInteger on the Vulkan target (spirv/qmatmul.py, the int32 sums of kind qmatmul) against the
+"""MatMulInteger and ConvInteger on the Vulkan target (spirv/quantized.py, the int32 sums of kinds
+qmatmul and qconv) against the
 ONNX specification (onnx's reference evaluator: the harness's oracle for integer products), which
 must match exactly: i8 and u8 operands, zero points per tensor and per column of B, a batched B,
-and depths whose sums pass 2**24; a zero point per row of A against numpy."""
+and depths whose sums pass 2**24; a zero point per row of A against numpy; ConvInteger with pads,
+strides, dilations and groups, with and without zero points."""
 from __future__ import annotations
 
 import numpy as np
@@ -52,3 +54,23 @@ def test_matmulinteger_per_row_zero_point_on_vulkan():
     (y,) = run_iree(m, [a, b], "vulkan")
     expected = (a.astype(np.int64) - az[:, None]) @ (b.astype(np.int64) - bz[None, :])
     assert np.array_equal(y, expected.astype(np.int32))
+
+
+CONV = {
+    "u8_pads_zero_points": ((1, 3, 7, 6), np.uint8, (4, 3, 3, 3), np.uint8, True,
+                            {"pads": [1, 1, 1, 1]}),
+    "s8_group2_strides_dilations": ((2, 4, 9, 8), np.int8, (6, 2, 2, 3), np.int8, False,
+                                    {"group": 2, "strides": [2, 1], "dilations": [2, 2]}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONV))
+def test_convinteger_matches_the_specification_on_vulkan(case: str):
+    x_shape, x_dtype, w_shape, w_dtype, zero_points, attrs = CONV[case]
+    inits = {"w": _ints(w_shape, w_dtype)}
+    if zero_points:
+        inits["xz"], inits["wz"] = _ints((1,), x_dtype), _ints((1,), w_dtype)
+    m = model([helper.make_node("ConvInteger", ["x", *inits], ["y"], name="convint", **attrs)], {"x": x_shape}, ["y"],
+              inits, opset=13)
+    m = retyped(m, x=ONNX[x_dtype], y=TensorProto.INT32)
+    check_against_reference(m, "vulkan", inputs=[_ints(x_shape, x_dtype)])

@@ -6,7 +6,7 @@ from iree_py.codegen.dispatch import Dispatch
 from iree_py.codegen.spirv.kernels import (DATA_MOVEMENT, FOUR_BYTE_DTYPES, INDEXED, KERNEL_BUILDERS, TYPED,
                                            kernel_symbols, start_kernel)
 from iree_py.codegen.spirv.math import BINARY, UNARY
-from iree_py.codegen.spirv.qmatmul import refusal as qmatmul_refusal
+from iree_py.codegen.spirv.quantized import refusal as quantized_refusal
 from iree_py.codegen.spirv.resize import TAPS
 from iree_py.codegen.spirv.topk import DTYPES as TOPK_DTYPES
 from iree_py.codegen.spirv.typed_math import UnsupportedStep
@@ -45,8 +45,8 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
         checked.pop()
     if spec.kind == "topk":
         allowed, checked = TOPK_DTYPES, checked[:1]  # the indices: i64 as two words; values: the input's
-    if spec.kind == "qmatmul":
-        why = qmatmul_refusal(spec)
+    if spec.kind in ("qmatmul", "qconv"):
+        why = quantized_refusal(spec)
         if why is not None:
             return why
         checked = []
@@ -71,7 +71,7 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
     for t in checked:
         if t.dtype not in allowed:
             return f"dtype {t.dtype.value} (it takes {', '.join(d.value for d in allowed)})"
-    if spec.kind in (*TYPED, "topk", "qmatmul") or (spec.kind in DATA_MOVEMENT and spec.inputs[0].dtype.itemsize < 4):
+    if spec.kind in (*TYPED, "topk", "qmatmul", "qconv") or (spec.kind in DATA_MOVEMENT and spec.inputs[0].dtype.itemsize < 4):
         why = typed_refusal(spec, target)  # 1-/2-byte moves need 8-/16-bit storage access
         if why is not None:
             return why

@@ -48,8 +48,8 @@ def test_matmulinteger_per_row_zero_point_on_vulkan():
     """A zero point per row of A (onnx's evaluator does not broadcast it): numpy's exact sums."""
     a, b = _ints((4, 7), np.int8), _ints((7, 6), np.uint8)
     az, bz = _ints((4,), np.int8), _ints((6,), np.uint8)
-    m = model([helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"], name="mmi")], {"a": (4, 7), "b": (7, 6)},
-              ["y"], {"az": az, "bz": bz}, opset=13)
+    m = model([helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"], name="mmi")],
+              {"a": (4, 7), "b": (7, 6)}, ["y"], {"az": az, "bz": bz}, opset=13)
     m = retyped(m, a=TensorProto.INT8, b=TensorProto.UINT8, y=TensorProto.INT32)
     (y,) = run_iree(m, [a, b], "vulkan")
     expected = (a.astype(np.int64) - az[:, None]) @ (b.astype(np.int64) - bz[None, :])

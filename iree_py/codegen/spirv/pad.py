@@ -1,7 +1,7 @@
 """Pad on SPIR-V: an element move of any dtype (bits copied through int arrays, u8 or u16 ones for
-1-/2-byte elements, compared and selected widened to u32), one invocation per output element. Output index o on an axis reads s = o - begin; constant mode writes
-the value where s is outside the input, the other modes map s into the cropped input (negative
-pads crop) by the mode.
+1-/2-byte elements, compared and selected widened to u32), one invocation per output element.
+Output index o on an axis reads s = o - begin; constant mode writes the value where s is outside
+the input, the other modes map s into the cropped input (negative pads crop) by the mode.
 """
 from __future__ import annotations
 

@@ -71,8 +71,9 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
     for t in checked:
         if t.dtype not in allowed:
             return f"dtype {t.dtype.value} (it takes {', '.join(d.value for d in allowed)})"
-    if spec.kind in (*TYPED, "topk", "qmatmul", "qconv") or (spec.kind in DATA_MOVEMENT and spec.inputs[0].dtype.itemsize < 4):
-        why = typed_refusal(spec, target)  # 1-/2-byte moves need 8-/16-bit storage access
+    narrow_move = spec.kind in DATA_MOVEMENT and spec.inputs[0].dtype.itemsize < 4  # 8-/16-bit storage access
+    if spec.kind in (*TYPED, "topk", "qmatmul", "qconv") or narrow_move:
+        why = typed_refusal(spec, target)
         if why is not None:
             return why
     for op in spec.epilogue:

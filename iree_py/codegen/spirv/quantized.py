@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.spirv.builder import KernelBuilder, Value
+from iree_py.codegen.spirv.conv import window_taps
 from iree_py.codegen.spirv.indexing import Dim, dims, product, unravel
 from iree_py.codegen.spirv.scalars import load, scalar
 from iree_py.ir.types import DType
@@ -86,32 +87,16 @@ def build_qmatmul(b: KernelBuilder, spec: KernelSpec) -> Dim:
 def build_qconv(b: KernelBuilder, spec: KernelSpec) -> Dim:
     roles = operand_roles(spec)
     x, w = roles["x"], roles["w"]
-    _, c, h, wd = dims(spec.inputs[x])
-    m, cg, kh, kw = dims(spec.inputs[w])
     x_type, w_type = scalar(spec.inputs[x].dtype), scalar(spec.inputs[w].dtype)
-    (sh, sw), (pt, pl) = spec.attrs["strides"], spec.attrs["pads"][:2]
-    dh, dw = spec.attrs["dilations"]
-    group = int(spec.attrs.get("group", 1))
-    m_per_group = product([m]) if group == 1 else m // group
     out_shape = dims(spec.outputs[0])
     total = product(out_shape)
     with b.for_each(total) as index:
         n, oc, oh, ow = unravel(b, index, out_shape)
         x_zp = _zero_point(b, spec, "x_zero_point", b.int(0))
         w_zp = _zero_point(b, spec, "w_zero_point", oc)
-        first_channel = (oc / b.dim(m_per_group)) * b.dim(cg)
         acc = b.variable("i32", b.load(roles["bias"], oc) if "bias" in roles else b.int(0))
-        with b.loop(0, b.dim(cg)) as ci:
-            x_plane = (n * b.dim(c) + first_channel + ci) * b.dim(h)
-            w_base = (oc * b.dim(cg) + ci) * b.dim(kh)
-            with b.loop(0, b.dim(kh)) as ky:
-                iy = oh * sh - pt + ky * dh
-                with b.if_(b.logical_and(iy >= 0, iy < b.dim(h))):
-                    with b.loop(0, b.dim(kw)) as kx:
-                        ix = ow * sw - pl + kx * dw
-                        with b.if_(b.logical_and(ix >= 0, ix < b.dim(wd))):
-                            xv = load(b, x, (x_plane + iy) * b.dim(wd) + ix, x_type) - x_zp
-                            wv = load(b, w, (w_base + ky) * b.dim(kw) + kx, w_type) - w_zp
-                            acc.set(acc.get() + xv * wv)
+        taps = window_taps(b, spec, dims(spec.inputs[x]), dims(spec.inputs[w]), n, oc, oh, ow)
+        with taps as (x_at, w_at):
+            acc.set(acc.get() + (load(b, x, x_at, x_type) - x_zp) * (load(b, w, w_at, w_type) - w_zp))
         b.store(len(spec.inputs), index, acc.get())
     return total

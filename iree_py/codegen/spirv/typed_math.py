@@ -1,9 +1,9 @@
 """One Expr step of the SPIR-V elementwise kernel in any dtype of scalars.py: `emit_step`.
 
 The semantics are the CPU backend's (codegen/llvm/elementwise_typed.py, docs/ir.md): float steps
-use math.py's f32 formulas; f64 steps are only those exact in double precision (F64_NATIVE; math.py's
-approximations are single precision, so Exp, Pow, trig, ... on f64 are refused); integer add, sub and mul wrap; Div truncates; Mod has the dividend's
-sign and FloorMod the divisor's; a zero divisor gives 0 and INT_MIN / -1 wraps to INT_MIN, so no
+use math.py's f32 formulas; f64 steps are only those exact in double precision (F64_NATIVE;
+math.py's approximations are single precision, so Exp, Pow, trig, ... on f64 are refused); integer
+add, sub and mul wrap; Div truncates; Mod has the dividend's sign and FloorMod the divisor's; a zero divisor gives 0 and INT_MIN / -1 wraps to INT_MIN, so no
 shader meets SPIR-V's undefined cases (a division by 0, or of INT_MIN by -1); a shift by the width
 or more gives 0 (-1 for a negative signed right shift). Cast is onnxruntime's on x86-64: float ->
 integer converts through 32 bits (64 for an 8-byte target) with NaN or out of range giving that

@@ -15,7 +15,7 @@ LACKING: dict[str, set[str]] = {
     # The first Vulkan slice (docs/vulkan.md): f32 linear algebra, windows, softmax, reduce, data movement.
     "spirv": {"dequantize",
               "gru", "lstm", "maxpool_index",
-              "nms_output", "nms_select", "nonzero", "nonzero_count", "qadd", "qavgpool",
+              "nms_output", "nms_select", "qadd", "qavgpool",
               "qconv_dot", "qconv_transpose", "qdwconv", "qlookup", "qlstm", "qsoftmax", "quantize",
               "resize", "rnn", "roi_align",
               "string_equal", "unique", "unique_count"},

@@ -17,9 +17,12 @@ from iree_py.codegen.spirv.gather_scatter import (build_gather, build_gather_ele
                                                   build_scatter_elements, build_scatter_nd)
 from iree_py.codegen.spirv.indexing import Dim
 from iree_py.codegen.spirv.matmul import build_matmul
+from iree_py.codegen.spirv.nonzero import build_nonzero, build_nonzero_count
+from iree_py.codegen.spirv.nonzero import element_types as nonzero_element_types
 from iree_py.codegen.spirv.pad import build_pad
 from iree_py.codegen.spirv.pool import build_avgpool, build_globalavgpool, build_lppool, build_lrn, build_maxpool
-from iree_py.codegen.spirv.quantized import build_qconv, build_qmatmul, element_types as quantized_element_types
+from iree_py.codegen.spirv.quantized import build_qconv, build_qmatmul
+from iree_py.codegen.spirv.quantized import element_types as quantized_element_types
 from iree_py.codegen.spirv.reduce import build_reduce, build_reduce_rt
 from iree_py.codegen.spirv.resize import build_resize_rt
 from iree_py.codegen.spirv.topk import build_topk, element_types as topk_element_types
@@ -64,6 +67,8 @@ KERNEL_BUILDERS: dict[str, Builder] = {
     "topk": build_topk,
     "qmatmul": build_qmatmul,
     "qconv": build_qconv,
+    "nonzero_count": build_nonzero_count,
+    "nonzero": build_nonzero,
 }
 # Kinds that only move elements: any 1-, 2- or 4-byte dtype, its bits copied through u8, u16 or int
 # arrays (MOVED_STORAGE; scatter's reductions compute in f32 or i32: element_types).
@@ -128,6 +133,8 @@ def element_types(spec: KernelSpec) -> list[str]:
         return topk_element_types(spec)
     if spec.kind in ("qmatmul", "qconv"):
         return quantized_element_types(spec)
+    if spec.kind in ("nonzero_count", "nonzero"):
+        return nonzero_element_types(spec)
     if spec.kind == "reduce_rt":  # the i64 axes mask as int words
         return ["f32", "i32", "f32"]
     if spec.kind == "resize_rt":  # X and Y: f32, or another 4-byte dtype moved (nearest) as int words

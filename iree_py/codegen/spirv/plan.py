@@ -6,6 +6,7 @@ from iree_py.codegen.dispatch import Dispatch
 from iree_py.codegen.spirv.kernels import (DATA_MOVEMENT, FOUR_BYTE_DTYPES, INDEXED, KERNEL_BUILDERS, TYPED,
                                            kernel_symbols, start_kernel)
 from iree_py.codegen.spirv.math import BINARY, UNARY
+from iree_py.codegen.spirv.nonzero import refusal as nonzero_refusal
 from iree_py.codegen.spirv.quantized import refusal as quantized_refusal
 from iree_py.codegen.spirv.resize import TAPS
 from iree_py.codegen.spirv.topk import DTYPES as TOPK_DTYPES
@@ -45,8 +46,8 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
         checked.pop()
     if spec.kind == "topk":
         allowed, checked = TOPK_DTYPES, checked[:1]  # the indices: i64 as two words; values: the input's
-    if spec.kind in ("qmatmul", "qconv"):
-        why = quantized_refusal(spec)
+    if spec.kind in ("qmatmul", "qconv", "nonzero_count", "nonzero"):
+        why = quantized_refusal(spec) if spec.kind in ("qmatmul", "qconv") else nonzero_refusal(spec)
         if why is not None:
             return why
         checked = []
@@ -72,7 +73,7 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
         if t.dtype not in allowed:
             return f"dtype {t.dtype.value} (it takes {', '.join(d.value for d in allowed)})"
     narrow_move = spec.kind in DATA_MOVEMENT and spec.inputs[0].dtype.itemsize < 4  # 8-/16-bit storage access
-    if spec.kind in (*TYPED, "topk", "qmatmul", "qconv") or narrow_move:
+    if spec.kind in (*TYPED, "topk", "qmatmul", "qconv", "nonzero_count", "nonzero") or narrow_move:
         why = typed_refusal(spec, target)
         if why is not None:
             return why

@@ -73,10 +73,10 @@ def test_dump_shows_spirv_executables_and_extract_writes_them(small_cnn_module: 
 
 
 def test_a_kind_the_backend_lacks_is_a_compile_error_naming_node_and_kind():
-    m = model([helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up", strides=[2, 2])], {"x": (1, 2, 4, 4)},
-              ["y"], {"w": np.ones((2, 3, 3, 3), np.float32)})
-    with pytest.raises(CompileError, match=r"node 'up' \(op ConvTranspose\): target vulkan \(backend spirv\) "
-                                           r"cannot build kernel kind 'conv_transpose': the backend has no builder"):
+    m = model([helper.make_node("RNN", ["x", "w", "r"], ["y"], name="rec", hidden_size=3)], {"x": (4, 1, 2)},
+              ["y"], {"w": np.ones((1, 3, 2), np.float32), "r": np.ones((1, 3, 3), np.float32)})
+    with pytest.raises(CompileError, match=r"node 'rec' \(op RNN\): target vulkan \(backend spirv\) "
+                                           r"cannot build kernel kind 'rnn': the backend has no builder"):
         iree_py.compile(m.SerializeToString(), target="vulkan")
 
 

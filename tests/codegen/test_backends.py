@@ -13,12 +13,12 @@ from iree_py.targets import available_targets, load_target
 LACKING: dict[str, set[str]] = {
     "llvm": set(),
     # The first Vulkan slice (docs/vulkan.md): f32 linear algebra, windows, softmax, reduce, data movement.
-    "spirv": {"bitcast", "conv_transpose", "dequantize",
-              "gru", "hardmax", "lppool", "lstm", "maxpool_index",
-              "nms_output", "nms_select", "nonzero", "nonzero_count", "qadd", "qavgpool", "qconv",
-              "qconv_dot", "qconv_transpose", "qdwconv", "qlookup", "qlstm", "qmatmul", "qsoftmax", "quantize",
+    "spirv": {"dequantize",
+              "gru", "lstm", "maxpool_index",
+              "nms_output", "nms_select", "qadd", "qavgpool",
+              "qconv_dot", "qconv_transpose", "qdwconv", "qlookup", "qlstm", "qsoftmax", "quantize",
               "resize", "rnn", "roi_align",
-              "string_equal", "topk", "unique", "unique_count"},
+              "string_equal", "unique", "unique_count"},
 }
 
 

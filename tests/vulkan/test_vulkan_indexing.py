@@ -1,13 +1,15 @@
 """The indexing kernels on the Vulkan target (spirv/gather_scatter.py) against onnxruntime: wrapped
 negative indices, i32 and i64 indices, 4- and 8-byte elements, GatherND's batch dims and
-ScatterElements' and ScatterND's reductions over duplicate indices (applied in index order)."""
+ScatterElements' and ScatterND's reductions over duplicate indices (applied in index order); and
+NonZero (spirv/nonzero.py: count, then coordinates) on f32 with NaN, bool, i64 and an all-zero input
+against numpy exactly."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from harness import check_against_reference, model
+from harness import check_against_reference, model, run_iree
 from test_ops import retyped
 
 rng = np.random.default_rng(7)
@@ -59,3 +61,20 @@ def test_indexing_kernel_matches_onnxruntime_on_vulkan(case: str):
     m = _indexing_model(op, shape, indices, dtype, updates, **attrs)
     inputs = [_data(shape, dtype)] + ([] if updates is None else [_data(updates, dtype)])
     check_against_reference(m, "vulkan", inputs=inputs)
+
+
+NONZERO = {
+    "f32_nan": (np.array([[0.0, np.nan, 2.0], [-0.0, 0.0, -1.5]], np.float32), TensorProto.FLOAT),
+    "bool_rank3": (rng.integers(0, 2, (2, 3, 4)).astype(bool), TensorProto.BOOL),
+    "i64": (rng.integers(-2, 3, (5, 2)).astype(np.int64), TensorProto.INT64),
+    "all_zero": (np.zeros((3, 2), np.float32), TensorProto.FLOAT),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NONZERO))
+def test_nonzero_matches_numpy_on_vulkan(case: str):
+    x, dtype = NONZERO[case]
+    m = model([helper.make_node("NonZero", ["x"], ["y"], name="nonzero")], {"x": x.shape}, ["y"], opset=13)
+    m = retyped(m, x=dtype, y=TensorProto.INT64)
+    (y,) = run_iree(m, [x], "vulkan")
+    assert np.array_equal(y, np.array(np.nonzero(x), np.int64).reshape(x.ndim, -1))

@@ -248,10 +248,23 @@ class KernelBuilder:
         return self.const(value, ty)
 
     def ext(self, name: str, *args: Value) -> Value:
-        """A GLSL.std.450 instruction on f32 values."""
+        """A GLSL.std.450 instruction on f32 values (or f64 ones, for the few that take them: FAbs,
+        FSign, Floor, Ceil, Sqrt, ...); the result has the first argument's type."""
+        ty = args[0].ty
         result = self.m.new_id()
-        self.instr("OpExtInst", self.types["f32"], result, self.glsl, GLSL_STD_450[name], *(a.id for a in args))
-        return Value(self, result, "f32")
+        self.instr("OpExtInst", self.types[ty], result, self.glsl, GLSL_STD_450[name], *(a.id for a in args))
+        return Value(self, result, ty)
+
+    def sign_bit(self, x: Value) -> Value:
+        """Whether a float's sign bit is set (true for -0.0 too): an f64 read as two u32 words, so
+        no Int64 is needed."""
+        if x.ty == "f32":
+            return self.op("OpBitcast", "i32", x) < 0
+        words = self.m.new_id()
+        self.instr("OpBitcast", self.m.type_vector(self.types["u32"], 2), words, x.id)
+        high = self.m.new_id()
+        self.instr("OpCompositeExtract", self.types["u32"], high, words, 1)
+        return self.op("OpBitcast", "i32", Value(self, high, "u32")) < 0
 
     def select(self, cond: Value, if_true: Value, if_false: Value) -> Value:
         return self.op("OpSelect", if_true.ty, cond, if_true, self.lift(if_false, if_true.ty))

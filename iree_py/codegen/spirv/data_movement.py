@@ -1,5 +1,6 @@
-"""Kernels that move elements without arithmetic (any 4-byte dtype, bits copied): transpose,
-slice and concat. One invocation per output element."""
+"""Kernels that move elements without arithmetic (any 1-, 2- or 4-byte dtype, bits copied; 8-byte
+ones as two words, kernels.words_spec): transpose, slice, concat and bitcast. One invocation per
+output element."""
 from __future__ import annotations
 
 from iree_py.codegen.kernel_spec import KernelSpec
@@ -48,4 +49,12 @@ def build_concat(b: KernelBuilder, spec: KernelSpec) -> Dim:
                 local = [*coords[:axis], c - b.dim(start), *coords[axis + 1:]]
                 b.store(out_binding, index, b.load(i, linear(b, local, shape)))
             start = end
+    return total
+
+
+def build_bitcast(b: KernelBuilder, spec: KernelSpec) -> Dim:
+    """ONNX BitCast: the input's elements, bits unchanged, as the output's dtype of the same size."""
+    total = product(dims(spec.outputs[0]))
+    with b.for_each(total) as index:
+        b.store(1, index, b.load(0, index))
     return total

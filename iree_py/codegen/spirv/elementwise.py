@@ -7,6 +7,7 @@ from __future__ import annotations
 from iree_py.codegen.kernel_spec import ExprStep, KernelSpec
 from iree_py.codegen.spirv.builder import KernelBuilder, Value
 from iree_py.codegen.spirv.indexing import Dim, broadcast_index, dims, product, unravel
+from iree_py.codegen.spirv.narrow import round_to_narrow
 from iree_py.codegen.spirv.scalars import SCALARS, Scalar, load, scalar, store
 from iree_py.codegen.spirv.typed_math import UnsupportedStep, emit_step
 from iree_py.ir.types import DType
@@ -52,7 +53,7 @@ def build_elementwise(b: KernelBuilder, spec: KernelSpec) -> Dim:
                 raise UnsupportedStep(f"a {step.op} step of dtype {dtype.value}")
             value = emit_step(b, step.op, dict(step.attrs), list(values), [scalar(d) for d in dtypes], scalar(dtype))
             if step.op == "Cast" and dtype == DType.f16 and dtypes[0] != DType.f16 and number + 1 < len(steps):
-                value = b.op("OpQuantizeToF16", "f32", value)  # rounded where later steps read it; stores round
+                value = round_to_narrow(b, value, DType.f16)  # rounded where later steps read it; stores round
             results.append((value, dtype))
         value, dtype = results[-1]
         if dtype != spec.outputs[0].dtype:

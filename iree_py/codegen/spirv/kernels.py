@@ -9,18 +9,24 @@ from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.spirv.argminmax import build_argmax, build_argmin
 from iree_py.codegen.spirv.builder import KernelBuilder
 from iree_py.codegen.spirv.conv import build_conv2d
+from iree_py.codegen.spirv.conv_transpose import build_conv_transpose
 from iree_py.codegen.spirv.cumulative import ELEMENT_TYPES as CUMULATIVE_TYPES, build_cumprod, build_cumsum
-from iree_py.codegen.spirv.data_movement import build_concat, build_slice, build_transpose
+from iree_py.codegen.spirv.data_movement import build_bitcast, build_concat, build_slice, build_transpose
 from iree_py.codegen.spirv.elementwise import build_elementwise, build_expand, tensor_scalars
 from iree_py.codegen.spirv.gather_scatter import (build_gather, build_gather_elements, build_gather_nd,
                                                   build_scatter_elements, build_scatter_nd)
 from iree_py.codegen.spirv.indexing import Dim
 from iree_py.codegen.spirv.matmul import build_matmul
+from iree_py.codegen.spirv.nonzero import build_nonzero, build_nonzero_count
+from iree_py.codegen.spirv.nonzero import element_types as nonzero_element_types
 from iree_py.codegen.spirv.pad import build_pad
-from iree_py.codegen.spirv.pool import build_avgpool, build_globalavgpool, build_lrn, build_maxpool
+from iree_py.codegen.spirv.pool import build_avgpool, build_globalavgpool, build_lppool, build_lrn, build_maxpool
+from iree_py.codegen.spirv.quantized import build_qconv, build_qmatmul
+from iree_py.codegen.spirv.quantized import element_types as quantized_element_types
 from iree_py.codegen.spirv.reduce import build_reduce, build_reduce_rt
 from iree_py.codegen.spirv.resize import build_resize_rt
-from iree_py.codegen.spirv.softmax import build_logsoftmax, build_softmax
+from iree_py.codegen.spirv.topk import build_topk, element_types as topk_element_types
+from iree_py.codegen.spirv.softmax import build_hardmax, build_logsoftmax, build_softmax
 from iree_py.ir.symbols import Expr, call, dim
 from iree_py.ir.types import DType, TensorType
 from iree_py.targets import Target
@@ -31,12 +37,15 @@ KERNEL_BUILDERS: dict[str, Builder] = {
     "elementwise": build_elementwise,
     "expand": build_expand,
     "conv2d": build_conv2d,
+    "conv_transpose": build_conv_transpose,
     "matmul": build_matmul,
     "maxpool": build_maxpool,
     "avgpool": build_avgpool,
+    "lppool": build_lppool,
     "globalavgpool": build_globalavgpool,
     "softmax": build_softmax,
     "logsoftmax": build_logsoftmax,
+    "hardmax": build_hardmax,
     "reduce": build_reduce,
     "reduce_rt": build_reduce_rt,
     "resize_rt": build_resize_rt,
@@ -47,6 +56,7 @@ KERNEL_BUILDERS: dict[str, Builder] = {
     "transpose": build_transpose,
     "slice": build_slice,
     "concat": build_concat,
+    "bitcast": build_bitcast,
     "gather": build_gather,
     "gather_elements": build_gather_elements,
     "gather_nd": build_gather_nd,
@@ -54,11 +64,19 @@ KERNEL_BUILDERS: dict[str, Builder] = {
     "scatter_nd": build_scatter_nd,
     "pad": build_pad,
     "lrn": build_lrn,
+    "topk": build_topk,
+    "qmatmul": build_qmatmul,
+    "qconv": build_qconv,
+    "nonzero_count": build_nonzero_count,
+    "nonzero": build_nonzero,
 }
-# Kinds that only move elements: any 4-byte dtype, its bits copied through int arrays (scatter's
-# reductions compute in f32 or i32: element_types).
+# Kinds that only move elements: any 1-, 2- or 4-byte dtype, its bits copied through u8, u16 or int
+# arrays (MOVED_STORAGE; scatter's reductions compute in f32 or i32: element_types).
 DATA_MOVEMENT = ("expand", "transpose", "slice", "concat", "gather", "pad", "gather_elements", "gather_nd",
-                 "scatter_elements", "scatter_nd")
+                 "scatter_elements", "scatter_nd", "bitcast")
+# element bytes -> the storage type a data-movement kernel copies them as (1 and 2 bytes need the
+# 8-/16-bit storage access: plan.py checks the target grants it)
+MOVED_STORAGE = {1: "u8", 2: "u16", 4: "i32"}
 # Kinds whose input 1 is an indices tensor (i32, or i64 read as low words), moved by no kernel.
 INDEXED = ("gather", "gather_elements", "gather_nd", "scatter_elements", "scatter_nd")
 # Kinds whose bindings hold their tensors' dtype (scalars.py, cumulative.py), or that compute in
@@ -111,6 +129,12 @@ def element_types(spec: KernelSpec) -> list[str]:
         return [CUMULATIVE_TYPES[t.dtype] for t in (*spec.inputs, *spec.outputs)]
     if spec.kind in ("argmax", "argmin"):
         return ["f32", "i32"]
+    if spec.kind == "topk":
+        return topk_element_types(spec)
+    if spec.kind in ("qmatmul", "qconv"):
+        return quantized_element_types(spec)
+    if spec.kind in ("nonzero_count", "nonzero"):
+        return nonzero_element_types(spec)
     if spec.kind == "reduce_rt":  # the i64 axes mask as int words
         return ["f32", "i32", "f32"]
     if spec.kind == "resize_rt":  # X and Y: f32, or another 4-byte dtype moved (nearest) as int words
@@ -119,7 +143,12 @@ def element_types(spec: KernelSpec) -> list[str]:
     scatter = spec.kind in ("scatter_elements", "scatter_nd")
     if scatter and spec.attrs["reduction"] != "none" and spec.inputs[0].dtype == DType.f32:
         return ["f32", "i32", "f32", "f32"]
-    return [("i32" if spec.kind in DATA_MOVEMENT else "f32")] * count
+    if spec.kind not in DATA_MOVEMENT:
+        return ["f32"] * count
+    types = [MOVED_STORAGE[spec.inputs[0].dtype.itemsize]] * count
+    if spec.kind in INDEXED:
+        types[1] = "i32"
+    return types
 
 
 def start_kernel(spec: KernelSpec, target: Target) -> tuple[KernelBuilder, Dim]:

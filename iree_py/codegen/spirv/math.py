@@ -107,6 +107,14 @@ def _pow(b: KernelBuilder, x: Value, y: Value) -> Value:
     return b.select(y.eq(0.0), b.float(1.0), b.select(b.logical_and(x.eq(0.0), y > 0.0), b.float(0.0), result))
 
 
+def fmod(b: KernelBuilder, x: Value, y: Value) -> Value:
+    """C fmod from OpFRem, which gives NaN for a finite x over +-inf (x there) and leaves a zero
+    result's sign open (the dividend's here, as every result's)."""
+    finite_x_infinite_y = b.logical_and(b.ext("FAbs", x) < math.inf, b.ext("FAbs", y).eq(math.inf))
+    magnitude = b.ext("FAbs", x % y)
+    return b.select(finite_x_infinite_y, x, b.select(b.sign_bit(x), -magnitude, magnitude))
+
+
 BINARY: dict[str, Callable[[KernelBuilder, Value, Value], Value]] = {
     "Add": lambda b, x, y: x + y,
     "Sub": lambda b, x, y: x - y,
@@ -116,7 +124,7 @@ BINARY: dict[str, Callable[[KernelBuilder, Value, Value], Value]] = {
     "Min": lambda b, x, y: b.min(x, y),
     "Max": lambda b, x, y: b.max(x, y),
     "PRelu": lambda b, x, y: b.select(x < 0.0, x * y, x),
-    "Mod": lambda b, x, y: x % y,
+    "Mod": fmod,
 }
 
 

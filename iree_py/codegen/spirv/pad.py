@@ -1,7 +1,7 @@
-"""Pad on SPIR-V: an element move of any 4- or 8-byte dtype (bits copied through int arrays), one
-invocation per output element. Output index o on an axis reads s = o - begin; constant mode writes
-the value where s is outside the input, the other modes map s into the cropped input (negative
-pads crop) by the mode.
+"""Pad on SPIR-V: an element move of any dtype (bits copied through int arrays, u8 or u16 ones for
+1-/2-byte elements, compared and selected widened to u32), one invocation per output element.
+Output index o on an axis reads s = o - begin; constant mode writes the value where s is outside
+the input, the other modes map s into the cropped input (negative pads crop) by the mode.
 """
 from __future__ import annotations
 
@@ -15,8 +15,12 @@ from iree_py.ir.types import DType
 
 
 def fill_words(value: float, dtype: DType) -> list[int]:
-    """The value as the 32-bit words of one element of dtype (1, or 2 for an 8-byte dtype), signed."""
-    return [int(w) for w in np.array([value]).astype(dtype.numpy).view(np.int32)]
+    """The value as the 32-bit words of one element of dtype (1, or 2 for an 8-byte dtype), signed;
+    a 1- or 2-byte element's bits zero-extended into one word."""
+    element = np.array([value]).astype(dtype.numpy)
+    if dtype.itemsize < 4:
+        return [int(element.view(np.uint8 if dtype.itemsize == 1 else np.uint16)[0])]
+    return [int(w) for w in element.view(np.int32)]
 
 
 def _map_into(b: KernelBuilder, t: Value, n: Value, mode: str) -> Value:
@@ -57,9 +61,14 @@ def build_pad(b: KernelBuilder, spec: KernelSpec) -> Dim:
         value = b.load(0, linear(b, source, in_shape))
         if mode == "constant":
             words = fill_words(spec.attrs.get("value", 0), spec.attrs.get("element_dtype", spec.inputs[0].dtype))
+            narrow = value.ty if value.ty in ("u8", "u16") else None  # no arithmetic on those: widened
+            if narrow:
+                value = b.op("OpBitcast", "i32", b.op("OpUConvert", "u32", value))
             fill = b.int(words[0])
             if len(words) == 2 and words[1] != words[0]:  # the words axis (kernels.words_spec) is the last
                 fill = b.select(coords[-1].eq(0), fill, b.int(words[1]))
             value = b.select(inside, value, fill)
+            if narrow:
+                value = b.op("OpUConvert", narrow, b.op("OpBitcast", "u32", value))
         b.store(1, index, value)
     return total

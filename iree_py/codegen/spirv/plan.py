@@ -3,10 +3,13 @@ naming the node when this backend cannot build it — never a fallback to anothe
 from __future__ import annotations
 
 from iree_py.codegen.dispatch import Dispatch
-from iree_py.codegen.spirv.kernels import (DATA_MOVEMENT, EIGHT_BYTE_DTYPES, FOUR_BYTE_DTYPES, INDEXED,
-                                           KERNEL_BUILDERS, TYPED, kernel_symbols, start_kernel)
+from iree_py.codegen.spirv.kernels import (DATA_MOVEMENT, FOUR_BYTE_DTYPES, INDEXED, KERNEL_BUILDERS, TYPED,
+                                           kernel_symbols, start_kernel)
 from iree_py.codegen.spirv.math import BINARY, UNARY
+from iree_py.codegen.spirv.nonzero import refusal as nonzero_refusal
+from iree_py.codegen.spirv.quantized import refusal as quantized_refusal
 from iree_py.codegen.spirv.resize import TAPS
+from iree_py.codegen.spirv.topk import DTYPES as TOPK_DTYPES
 from iree_py.codegen.spirv.typed_math import UnsupportedStep
 from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelSpec
@@ -14,6 +17,8 @@ from iree_py.ir.resize_math import COORDINATE_MODES, NEAREST_MODES
 from iree_py.ir.types import DType
 from iree_py.targets import Target
 
+# Every dtype a data-movement kernel copies (1-, 2-, 4- and 8-byte elements; kernels.MOVED_STORAGE).
+MOVED_DTYPES = tuple(d for d in DType if d != DType.string)
 # A capability a shader declares -> the target flag that grants it (targets/vulkan.toml).
 CAPABILITY_FLAGS = {"Int64": "shader_int64", "StorageBuffer8BitAccess": "storage_buffer_8bit",
                     "StorageBuffer16BitAccess": "storage_buffer_16bit", "Float64": "shader_float64"}
@@ -33,12 +38,19 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
     spec = dispatch.spec
     if spec.kind not in KERNEL_BUILDERS:
         return f"the backend has no builder for it (it builds {', '.join(sorted(KERNEL_BUILDERS))})"
-    allowed = (*FOUR_BYTE_DTYPES, *EIGHT_BYTE_DTYPES) if spec.kind in DATA_MOVEMENT else (DType.f32,)
+    allowed = MOVED_DTYPES if spec.kind in DATA_MOVEMENT else (DType.f32,)
     checked = list((*spec.inputs, *spec.outputs))
     if spec.kind in ("cumsum", "cumprod"):
         allowed = (DType.f32, DType.f64, DType.i32, DType.i64)
     if spec.kind in ("argmax", "argmin"):  # the i64 index is stored as two words
         checked.pop()
+    if spec.kind == "topk":
+        allowed, checked = TOPK_DTYPES, checked[:1]  # the indices: i64 as two words; values: the input's
+    if spec.kind in ("qmatmul", "qconv", "nonzero_count", "nonzero"):
+        why = quantized_refusal(spec) if spec.kind in ("qmatmul", "qconv") else nonzero_refusal(spec)
+        if why is not None:
+            return why
+        checked = []
     if spec.kind == "reduce_rt":  # the i64 axes mask is read as words
         checked.pop(1)
     if spec.kind == "resize_rt":
@@ -60,7 +72,8 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
     for t in checked:
         if t.dtype not in allowed:
             return f"dtype {t.dtype.value} (it takes {', '.join(d.value for d in allowed)})"
-    if spec.kind in TYPED:
+    narrow_move = spec.kind in DATA_MOVEMENT and spec.inputs[0].dtype.itemsize < 4  # 8-/16-bit storage access
+    if spec.kind in (*TYPED, "topk", "qmatmul", "qconv", "nonzero_count", "nonzero") or narrow_move:
         why = typed_refusal(spec, target)
         if why is not None:
             return why
@@ -69,7 +82,9 @@ def refusal(dispatch: Dispatch, target: Target) -> str | None:
             return f"epilogue op {op.op}"
     if spec.kind == "matmul" and any(len(t.shape) < 2 for t in spec.inputs[:2]):
         return "matmul of rank < 2"
-    if spec.kind in ("conv2d", "maxpool", "avgpool") and len(spec.inputs[0].shape) != 4:
+    if spec.kind == "lppool" and int(spec.attrs.get("p", 2)) < 1:
+        return f"lppool p = {spec.attrs['p']} (it takes integers >= 1)"
+    if spec.kind in ("conv2d", "maxpool", "avgpool", "lppool") and len(spec.inputs[0].shape) != 4:
         return f"{spec.kind} on rank {len(spec.inputs[0].shape)} (2-D windows only)"
     words = len(spec.inputs) + len(spec.outputs) + len(kernel_symbols(spec))
     if words * 4 > target.push_constant_bytes:

@@ -1,8 +1,9 @@
 """One Expr step of the SPIR-V elementwise kernel in any dtype of scalars.py: `emit_step`.
 
 The semantics are the CPU backend's (codegen/llvm/elementwise_typed.py, docs/ir.md): float steps
-use math.py's f32 formulas; integer add, sub and mul wrap; Div truncates; Mod has the dividend's
-sign and FloorMod the divisor's; a zero divisor gives 0 and INT_MIN / -1 wraps to INT_MIN, so no
+use math.py's f32 formulas; f64 steps are only those exact in double precision (F64_NATIVE;
+math.py's approximations are single precision, so Exp, Pow, trig, ... on f64 are refused); integer
+add, sub and mul wrap; Div truncates; Mod has the dividend's sign and FloorMod the divisor's; a zero divisor gives 0 and INT_MIN / -1 wraps to INT_MIN, so no
 shader meets SPIR-V's undefined cases (a division by 0, or of INT_MIN by -1); a shift by the width
 or more gives 0 (-1 for a negative signed right shift). Cast is onnxruntime's on x86-64: float ->
 integer converts through 32 bits (64 for an 8-byte target) with NaN or out of range giving that
@@ -14,8 +15,10 @@ import math
 from typing import Callable
 
 from iree_py.codegen.spirv.builder import KernelBuilder, Value
-from iree_py.codegen.spirv.math import BINARY, UNARY
+from iree_py.codegen.spirv.math import BINARY, UNARY, fmod
+from iree_py.codegen.spirv.narrow import float_to_narrow_int, round_to_narrow
 from iree_py.codegen.spirv.scalars import Scalar, scalar, wrap
+from iree_py.ir.narrow_types import NARROW_FLOAT_DTYPES, NARROW_INT_DTYPES
 from iree_py.ir.ops.elementwise import int_clip_bounds
 from iree_py.ir.types import DType
 
@@ -24,6 +27,8 @@ class UnsupportedStep(ValueError):
     """A step this backend cannot compute (plan.py turns it into the node's CompileError)."""
 
 
+F64_NATIVE = ("Add", "Sub", "Mul", "Div", "Neg", "Abs", "Min", "Max", "Relu", "Clip", "Sign", "Sqrt", "Mod",
+              "FloorMod", "Floor", "Ceil", "IsNaN", "IsInf")
 COMPARE = ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual")
 _FLOAT_COMPARE = dict(zip(COMPARE, ("OpFOrdEqual", "OpFOrdLessThan", "OpFOrdLessThanEqual", "OpFOrdGreaterThan",
                                     "OpFOrdGreaterThanEqual")))
@@ -157,13 +162,16 @@ def _int_unary(b: KernelBuilder, op: str, x: Value, attrs: dict[str, float], s: 
 # ---------------------------------------------------------------------------------------- floats
 
 def _float_floor_mod(b: KernelBuilder, x: Value, y: Value) -> Value:
-    """Python's x % y from OpFRem's C fmod: y added where the signs differ."""
-    r = x % y
+    """Python's x % y from C fmod: y added where the signs differ; a zero takes y's sign."""
+    r = fmod(b, x, y)
     differ = b.op("OpLogicalNotEqual", "bool", r < 0.0, y < 0.0)
-    return b.select(b.logical_and(r.ne(0.0), differ), r + y, r)
+    r = b.select(b.logical_and(r.ne(0.0), differ), r + y, r)
+    return b.select(r.eq(0.0), b.select(y < 0.0, b.const(-0.0, r.ty), b.const(0.0, r.ty)), r)
 
 
 def _float_step(b: KernelBuilder, op: str, attrs: dict[str, float], args: list[Value]) -> Value:
+    if args[0].ty == "f64" and op not in F64_NATIVE:
+        raise UnsupportedStep(f"{op} on f64 (the spirv backend computes {', '.join(F64_NATIVE)} in double precision)")
     if op == "FloorMod":
         return _float_floor_mod(b, args[0], args[1])
     if op == "IsNaN":
@@ -190,7 +198,7 @@ def _float_to_int(b: KernelBuilder, x: Value, width: int) -> Value:
     ty = "i64" if width == 64 else "i32"
     limit = 2.0 ** (width - 1)
     inside = b.logical_and(x > -limit - 1.0, x < limit)  # false for NaN
-    converted = b.op("OpConvertFToS", ty, b.select(inside, x, b.float(0.0)))
+    converted = b.op("OpConvertFToS", ty, b.select(inside, x, b.const(0.0, x.ty)))
     return b.select(inside, converted, b.const(-(1 << (width - 1)), ty))
 
 
@@ -214,17 +222,28 @@ def _int_to_int(b: KernelBuilder, x: Value, src: Scalar, dst: Scalar) -> Value:
 
 
 def emit_cast(b: KernelBuilder, x: Value, src: Scalar, dst: Scalar) -> Value:
+    """A narrow target (narrow.py) rounds (floats, f32 first) or wraps (integers; a float source
+    rounds half away from zero first) the wide cast's result."""
+    if dst.dtype in NARROW_INT_DTYPES and src.is_float:
+        return wrap(b, float_to_narrow_int(b, x), dst)
+    value = _wide_cast(b, x, src, dst)
+    if dst.dtype in NARROW_FLOAT_DTYPES and src.dtype != dst.dtype:
+        return round_to_narrow(b, value, dst.dtype)
+    return value
+
+
+def _wide_cast(b: KernelBuilder, x: Value, src: Scalar, dst: Scalar) -> Value:
     if dst.dtype == DType.bool:
         if src.is_float:
-            return b.op("OpFUnordNotEqual", "bool", x, b.float(0.0))
+            return b.op("OpFUnordNotEqual", "bool", x, b.const(0.0, x.ty))
         return x if src.dtype == DType.bool else x.ne(0)
     if src.dtype == DType.bool:
         return b.select(x, b.const(1, dst.register), b.const(0, dst.register))
     if dst.is_float:
-        if src.is_float:
-            return x
+        if src.is_float:  # f64 <-> f32 (narrow floats and f16 are f32 in registers)
+            return x if src.register == dst.register else b.op("OpFConvert", dst.register, x)
         signed = src.signed or src.bits < 32  # a narrow register holds the exact value
-        return b.op("OpConvertSToF" if signed else "OpConvertUToF", "f32", x)
+        return b.op("OpConvertSToF" if signed else "OpConvertUToF", dst.register, x)
     if src.is_float:
         return _float_to_integer(b, x, dst)
     return _int_to_int(b, x, src, dst)

@@ -44,6 +44,8 @@ _SIGNATURES = {
     "irp_module_entry_point_count": ([ctypes.c_void_p], ctypes.c_int32),
     "irp_module_entry_point_profile": ([ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_char_p),
                                         ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64)], ctypes.c_int),
+    "irp_module_entry_point_device_time": ([ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint64)],
+                                           ctypes.c_int),
     "irp_module_set_trace": ([ctypes.c_void_p, ctypes.c_uint32], ctypes.c_int),
     "irp_module_trace_call": ([ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
                                ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)], ctypes.c_int),

@@ -152,7 +152,8 @@ class CallTrace:
 class KernelProfile:
     entry_point: str
     dispatches: int
-    nanoseconds: int
+    nanoseconds: int             # the runtime's clock around each dispatch call
+    device_nanoseconds: int = 0  # the device's own timing (Vulkan timestamps); 0 on CPU devices
 
 
 class LocalDevice:
@@ -231,10 +232,11 @@ class LocalDevice:
     def profile(self) -> list[KernelProfile]:
         out = []
         for i in range(self.lib.irp_module_entry_point_count(self.module)):
-            name, dispatches, ns = ctypes.c_char_p(), ctypes.c_uint64(), ctypes.c_uint64()
+            name, dispatches, ns, device_ns = ctypes.c_char_p(), ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
             self._check(self.lib.irp_module_entry_point_profile(self.module, i, ctypes.byref(name), ctypes.byref(dispatches),
                                                                 ctypes.byref(ns)), "profile")
-            out.append(KernelProfile(name.value.decode(), dispatches.value, ns.value))
+            self._check(self.lib.irp_module_entry_point_device_time(self.module, i, ctypes.byref(device_ns)), "profile")
+            out.append(KernelProfile(name.value.decode(), dispatches.value, ns.value, device_ns.value))
         return out
 
     def _plan(self, fn: Function) -> _CallPlan:

@@ -714,3 +714,14 @@ irp_status_t irp_module_entry_point_profile(const irp_module_t* module, int32_t 
   *out_nanoseconds = module->profile[index].nanoseconds;
   return IRP_OK;
 }
+
+irp_status_t irp_module_entry_point_device_time(const irp_module_t* module, int32_t index,
+                                               uint64_t* out_device_nanoseconds) {
+  if (module == NULL || out_device_nanoseconds == NULL) return IRP_INVALID_ARGUMENT;
+  if (index < 0 || (uint32_t)index >= module->vm.entry_point_count || module->profile == NULL) {
+    return IRP_FAIL(&module->runtime->diag, IRP_INVALID_ARGUMENT, "entry point %" PRId32 " does not exist (the module has %" PRIu32 ")",
+                    index, module->vm.entry_point_count);
+  }
+  *out_device_nanoseconds = module->profile[index].device_nanoseconds;
+  return IRP_OK;
+}

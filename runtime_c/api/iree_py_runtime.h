@@ -115,6 +115,11 @@ void irp_module_set_profiling(irp_module_t* module, int32_t enabled);
 int32_t irp_module_entry_point_count(const irp_module_t* module);
 irp_status_t irp_module_entry_point_profile(const irp_module_t* module, int32_t index, const char** out_name,
                                            uint64_t* out_dispatches, uint64_t* out_nanoseconds);
+/* The entry point's time as the device itself measured it while profiling was on (ns): on Vulkan,
+ * timestamp queries around each dispatch, read back when the queued work has run; 0 on a device
+ * that does not time its own work (the CPU drivers: their time is irp_module_entry_point_profile's). */
+irp_status_t irp_module_entry_point_device_time(const irp_module_t* module, int32_t index,
+                                               uint64_t* out_device_nanoseconds);
 
 /* Tracing: the timeline of each call, for `iree-py run|benchmark --trace` (Chrome trace events).
  * irp_module_set_trace(module, max_events) allocates room for max_events dispatches per call (and

@@ -55,6 +55,11 @@ typedef struct irp_hal_dispatch_t {
    * thread t (0: the calling thread); other drivers leave them zero. */
   irp_hal_thread_span_t* thread_spans;
   uint32_t thread_span_count;
+  /* NULL, or a counter to which a driver that times dispatches on the device itself (Vulkan:
+   * timestamp queries) adds this dispatch's device time in ns once it has run (by synchronize at
+   * the latest; it must stay valid until then). CPU drivers leave it alone: the caller's clock
+   * around dispatch is their time. */
+  uint64_t* device_ns;
 } irp_hal_dispatch_t;
 
 /* The bytes a dispatch's bindings span: what traces report, and the size by which a CPU driver judges

@@ -87,9 +87,12 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
                       function->name, entry->name, (long long)counts[axis], axis);
     }
   }
+  irp_vm_entry_profile_t* profile =
+      state->profile != NULL ? &state->profile[executable->first_entry_index + entry_index] : NULL;
   irp_hal_dispatch_t dispatch = {
       .executable = &executable->hal,
       .entry_point = entry_index,
+      .device_ns = profile != NULL ? &profile->device_nanoseconds : NULL,
       .state = {
           .workgroup_count = {(uint32_t)counts[0], (uint32_t)counts[1], (uint32_t)counts[2]},
           .push_constant_count = push_count,
@@ -122,10 +125,9 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
   }
   IRP_RETURN_IF_ERROR(status);
   uint64_t ended = state->profile != NULL || traced ? irp_clock_ns() : 0;
-  if (state->profile != NULL) {
-    irp_vm_entry_profile_t* slot = &state->profile[executable->first_entry_index + entry_index];
-    slot->dispatches += 1;
-    slot->nanoseconds += ended - started;
+  if (profile != NULL) {
+    profile->dispatches += 1;
+    profile->nanoseconds += ended - started;
   }
   if (traced) {
     uint64_t bytes = irp_hal_dispatch_binding_bytes(&dispatch.state);

@@ -27,7 +27,8 @@ typedef struct irp_vm_ref_t {
 /* What one entry point has cost since profiling was turned on. */
 typedef struct irp_vm_entry_profile_t {
   uint64_t dispatches;
-  uint64_t nanoseconds;
+  uint64_t nanoseconds;        /* the runtime's clock around each dispatch call */
+  uint64_t device_nanoseconds; /* what a device that times its own work reported (irp_hal_dispatch_t) */
 } irp_vm_entry_profile_t;
 
 /* One dispatch of a traced call: when it ran, what, how big, and its threads' spans

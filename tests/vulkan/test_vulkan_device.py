@@ -3,6 +3,7 @@ onnxruntime, every shader through spirv-val, the errors (a kind the backend lack
 device, a corrupt shader), and dump / --extract."""
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -174,3 +175,40 @@ def test_dynamic_dims_reach_the_shaders_as_push_constants():
     for batch in (1, 3, 100):
         a = np.random.default_rng(batch).standard_normal((batch, 8)).astype(np.float32) * 0.1
         np.testing.assert_allclose(module.main(a), session.run(None, {"x": a})[0], rtol=1e-5, atol=1e-6)
+
+
+def test_profile_reports_each_kernels_device_time_from_timestamps(small_cnn_module: bytes):
+    """On Vulkan a dispatch call only records the kernel; the profile's device times come from
+    timestamp queries around each dispatch: every kernel has one, and together they fit inside the
+    calls' wall time. A CPU device reports none (its time is the runtime's clock)."""
+    import time
+    x = np.load(ROOT / "examples" / "small_cnn_input.npy")
+    module = iree_py.load(small_cnn_module, device="vulkan")
+    module.main(x)
+    module.device.set_profiling(True)
+    calls = 3
+    start = time.perf_counter_ns()
+    for _ in range(calls):
+        module.main(x)
+    wall_ns = time.perf_counter_ns() - start
+    module.device.set_profiling(False)
+    profile = [p for p in module.device.profile() if p.dispatches]
+    assert {p.dispatches for p in profile} == {calls}, profile
+    assert all(p.device_nanoseconds > 0 for p in profile), profile
+    assert sum(p.device_nanoseconds for p in profile) <= wall_ns, (profile, wall_ns)
+    cpu = iree_py.load(iree_py.compile(str(SMALL_CNN), target="host"))
+    cpu.device.set_profiling(True)
+    cpu.main(x)
+    assert [p.device_nanoseconds for p in cpu.device.profile()] == [0] * len(cpu.device.profile())
+
+
+def test_benchmark_profile_on_vulkan_prints_device_times(tmp_path, small_cnn_module: bytes):
+    path = tmp_path / "cnn.vmfb"
+    path.write_bytes(small_cnn_module)
+    run = subprocess.run([sys.executable, "-m", "iree_py.cli.main", "benchmark", str(path), "--device=vulkan",
+                          f"--input=@{ROOT / 'examples' / 'small_cnn_input.npy'}", "--profile", "--repeat", "3"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    assert "device ms/run" in run.stdout and "timestamp queries" in run.stdout, run.stdout
+    rows = [line.split() for line in run.stdout.splitlines() if re.match(r"k\d", line)]
+    assert rows and all(float(row[2]) > 0 for row in rows), run.stdout

@@ -12,6 +12,7 @@
 #include <vulkan/vulkan.h>
 
 #define IRP_VK_MAX_RANGES 64
+#define IRP_VK_MAX_TIMED 1024 /* timed dispatches per submission; later ones in it go untimed */
 #define IRP_SPIRV_MAGIC 0x07230203u
 #define IRP_SPIRV_OP_ENTRY_POINT 15u
 #define IRP_SPIRV_EXECUTION_MODEL_GLCOMPUTE 5u
@@ -59,7 +60,8 @@ static const irp_vk_feature_info_t irp_vk_features[] = {
   X(vkAllocateCommandBuffers) X(vkBeginCommandBuffer) X(vkEndCommandBuffer) X(vkResetCommandBuffer)         \
   X(vkCmdBindPipeline) X(vkCmdPushConstants) X(vkCmdDispatch) X(vkCmdPipelineBarrier)                       \
   X(vkCmdPushDescriptorSetKHR) X(vkCreateFence) X(vkDestroyFence) X(vkWaitForFences) X(vkResetFences)       \
-  X(vkQueueSubmit) X(vkDeviceWaitIdle)
+  X(vkQueueSubmit) X(vkDeviceWaitIdle) X(vkCreateQueryPool) X(vkDestroyQueryPool) X(vkCmdResetQueryPool)       \
+  X(vkCmdWriteTimestamp) X(vkGetQueryPoolResults)
 
 /* Device memory the host sees at `host` (mapped, or for constants the caller's bytes it copies). */
 typedef struct irp_vk_range_t {
@@ -112,6 +114,12 @@ typedef struct irp_vk_device_t {
   size_t staging_used;
   irp_vk_staged_t staged[IRP_VULKAN_MAX_STAGED];
   uint32_t staged_count;
+  /* Timestamps (when the queue has them): queries 2i and 2i + 1 bracket the submission's i-th
+   * timed dispatch, whose device time goes to *timed[i] once the submission has run. */
+  VkQueryPool timestamps;
+  uint64_t timestamp_mask; /* the queue's timestampValidBits */
+  uint64_t* timed[IRP_VK_MAX_TIMED];
+  uint32_t timed_count;
 } irp_vk_device_t;
 
 static const char* irp_vk_result_name(VkResult result) {
@@ -394,6 +402,25 @@ static irp_status_t irp_vk_prepare_executable(irp_hal_device_t* device, const ir
 
 /* --- dispatch --------------------------------------------------------------------------------- */
 
+/* Adds each timed dispatch's device time of the submission that has just run to its counter. */
+static irp_status_t irp_vk_read_timestamps(irp_vk_device_t* vk, irp_diag_t* diag) {
+  uint32_t count = vk->timed_count;
+  vk->timed_count = 0;
+  for (uint32_t first = 0; first < count;) {
+    uint64_t ticks[2 * 64];
+    uint32_t batch = count - first < 64 ? count - first : 64;
+    IRP_VK_CHECK(diag, vk->vkGetQueryPoolResults(vk->device, vk->timestamps, 2 * first, 2 * batch, sizeof(ticks), ticks,
+                                                 sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+                 "vkGetQueryPoolResults");
+    for (uint32_t i = 0; i < batch; ++i) {
+      uint64_t elapsed = (ticks[2 * i + 1] - ticks[2 * i]) & vk->timestamp_mask;
+      *vk->timed[first + i] += (uint64_t)((double)elapsed * (double)vk->limits.timestampPeriod + 0.5);
+    }
+    first += batch;
+  }
+  return IRP_OK;
+}
+
 /* Runs what is recorded and waits for it; the staged copies go back to their callers' buffers and the staging range
    is free again (also when nothing was recorded: copies staged for a dispatch that failed before recording). */
 static irp_status_t irp_vk_submit(irp_vk_device_t* vk, irp_diag_t* diag) {
@@ -406,6 +433,7 @@ static irp_status_t irp_vk_submit(irp_vk_device_t* vk, irp_diag_t* diag) {
     IRP_VK_CHECK(diag, vk->vkWaitForFences(vk->device, 1, &vk->fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
     IRP_VK_CHECK(diag, vk->vkResetFences(vk->device, 1, &vk->fence), "vkResetFences");
     IRP_VK_CHECK(diag, vk->vkResetCommandBuffer(vk->commands, 0), "vkResetCommandBuffer");
+    IRP_RETURN_IF_ERROR(irp_vk_read_timestamps(vk, diag));
   }
   for (uint32_t i = 0; i < vk->staged_count; ++i) {
     const irp_vk_staged_t* s = &vk->staged[i];
@@ -549,8 +577,16 @@ static irp_status_t irp_vk_dispatch(irp_hal_device_t* device, const irp_hal_disp
     VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                       .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     IRP_VK_CHECK(diag, vk->vkBeginCommandBuffer(vk->commands, &begin), "vkBeginCommandBuffer");
+    vk->timed_count = 0; /* a submission that failed left its timed dispatches unread */
   }
   vk->recorded += 1;
+  bool timed = dispatch->device_ns != NULL && vk->timestamps != VK_NULL_HANDLE && vk->timed_count < IRP_VK_MAX_TIMED;
+  uint32_t query = 2 * vk->timed_count;
+  if (timed) {
+    vk->timed[vk->timed_count++] = dispatch->device_ns;
+    vk->vkCmdResetQueryPool(vk->commands, vk->timestamps, query, 2);
+    vk->vkCmdWriteTimestamp(vk->commands, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, vk->timestamps, query);
+  }
   vk->vkCmdBindPipeline(vk->commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->pipeline);
   vk->vkCmdPushDescriptorSetKHR(vk->commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->layout, 0,
                                 state->binding_count, writes);
@@ -559,6 +595,7 @@ static irp_status_t irp_vk_dispatch(irp_hal_device_t* device, const irp_hal_disp
                            words);
   }
   vk->vkCmdDispatch(vk->commands, state->workgroup_count[0], state->workgroup_count[1], state->workgroup_count[2]);
+  if (timed) vk->vkCmdWriteTimestamp(vk->commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, vk->timestamps, query + 1);
   /* The next dispatch (and the host, after the fence) sees what this one wrote. */
   VkMemoryBarrier barrier = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                              .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
@@ -652,6 +689,8 @@ static irp_status_t irp_vk_pick_device(irp_vk_device_t* vk, irp_diag_t* diag) {
       vk->vkGetPhysicalDeviceProperties(devices[d], &properties);
       vk->physical = devices[d];
       vk->queue_family = f;
+      uint32_t bits = families[f].timestampValidBits;
+      vk->timestamp_mask = bits == 0 ? 0 : bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
       vk->limits = properties.limits;
       vk->api_version = properties.apiVersion;
       vk->vkGetPhysicalDeviceMemoryProperties(devices[d], &vk->memory_properties);
@@ -732,6 +771,11 @@ static irp_status_t irp_vk_create_logical(irp_vk_device_t* vk, irp_diag_t* diag)
   IRP_VK_CHECK(diag, vk->vkAllocateCommandBuffers(vk->device, &commands, &vk->commands), "vkAllocateCommandBuffers");
   VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   IRP_VK_CHECK(diag, vk->vkCreateFence(vk->device, &fence, NULL, &vk->fence), "vkCreateFence");
+  if (vk->timestamp_mask != 0 && vk->limits.timestampPeriod > 0.0f) { /* else profiles have no device times */
+    VkQueryPoolCreateInfo queries = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                                     .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = 2 * IRP_VK_MAX_TIMED};
+    IRP_VK_CHECK(diag, vk->vkCreateQueryPool(vk->device, &queries, NULL, &vk->timestamps), "vkCreateQueryPool");
+  }
   return irp_vk_range_create(vk, 1u << 16, &vk->staging, diag);
 }
 
@@ -763,6 +807,7 @@ void irp_hal_vulkan_device_release(irp_hal_device_t* device) {
     }
     if (vk->staging.buffer != VK_NULL_HANDLE) irp_vk_range_release(vk, &vk->staging);
     if (vk->fence != VK_NULL_HANDLE) vk->vkDestroyFence(vk->device, vk->fence, NULL);
+    if (vk->timestamps != VK_NULL_HANDLE) vk->vkDestroyQueryPool(vk->device, vk->timestamps, NULL);
     if (vk->command_pool != VK_NULL_HANDLE) vk->vkDestroyCommandPool(vk->device, vk->command_pool, NULL);
     vk->vkDestroyDevice(vk->device, NULL);
   }

@@ -14,9 +14,7 @@ high-water mark of the call.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import onnxruntime as ort
@@ -26,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "dynamic"))
 
 import iree_py  # noqa: E402
+from timing import time_calls  # noqa: E402
 from dyn_models import MODELS  # noqa: E402
 
 SIZES = {
@@ -34,16 +33,6 @@ SIZES = {
     "conv_lstm": [{"T": 16}, {"T": 100}, {"T": 400}],
     "image_net": [{"height": 32, "width": 32}, {"height": 96, "width": 128}, {"height": 224, "width": 224}],
 }
-
-
-def median_ms(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
 
 
 def main() -> None:
@@ -71,9 +60,9 @@ def main() -> None:
                                   threads=args.threads)
             ours = fixed = theirs = float("inf")
             for _ in range(args.rounds):
-                ours = min(ours, median_ms(lambda: module.main.call(*inputs), args.repeat))
-                fixed = min(fixed, median_ms(lambda: static.main.call(*inputs), args.repeat))
-                theirs = min(theirs, median_ms(lambda: session.run(None, dict(zip(names, inputs))), args.repeat))
+                ours = min(ours, time_calls(lambda: module.main.call(*inputs), args.repeat)[0])
+                fixed = min(fixed, time_calls(lambda: static.main.call(*inputs), args.repeat)[0])
+                theirs = min(theirs, time_calls(lambda: session.run(None, dict(zip(names, inputs))), args.repeat)[0])
             module.main.call(*inputs)
             peak = module.peak_bytes
             label = ", ".join(f"{k}={v}" for k, v in size.items())

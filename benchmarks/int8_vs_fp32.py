@@ -19,7 +19,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "tflite"))
 
 from tflite_harness import complete_shapes  # noqa: E402
+from timing import time_calls  # noqa: E402
 from tflite_writer import Quant, TfliteModel  # noqa: E402
 
 from iree_py.frontends.tflite.schema import (Conv2DOptions, DepthwiseConv2DOptions,  # noqa: E402
@@ -112,16 +112,6 @@ def block_input(size: int, int8: bool) -> np.ndarray:
     q = rng.integers(-128, 128, size=(1, size, size, 32)).astype(np.int8)
     return q if int8 else ((q.astype(np.float32) - X_ZP) * np.float32(X_SCALE))
 
-
-def time_calls(call, repeat: int) -> tuple[float, float]:
-    """(median, min) milliseconds of `repeat` calls after one warm-up call."""
-    call()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return 1e3 * sorted(times)[len(times) // 2], 1e3 * min(times)
 
 
 def time_host(module_bytes: bytes, x: np.ndarray, repeat: int, profile: bool) -> tuple[float, float]:

@@ -12,9 +12,7 @@ and the driver, not GPU speed. The outputs are checked to agree (max abs differe
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,19 +22,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 
 import iree_py  # noqa: E402
+from timing import time_calls  # noqa: E402
 from real_models import data_input, light_model, with_logits  # noqa: E402
 
 DEFAULT_MODELS = ["squeezenet", "shufflenet", "inception_v1"]
-
-
-def median_ms(call, repeat: int) -> float:
-    call()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
 
 
 def outputs(result) -> list[np.ndarray]:
@@ -69,8 +58,8 @@ def main() -> None:
                         for c, g in zip(outputs(cpu.main(x)), outputs(gpu.main(x))))  # the worst output
         best_cpu = best_gpu = float("inf")
         for _ in range(args.rounds):
-            best_cpu = min(best_cpu, median_ms(lambda: cpu.main(x), args.repeat))
-            best_gpu = min(best_gpu, median_ms(lambda: gpu.main(x), args.repeat))
+            best_cpu = min(best_cpu, time_calls(lambda: cpu.main(x), args.repeat)[0])
+            best_gpu = min(best_gpu, time_calls(lambda: gpu.main(x), args.repeat)[0])
         ratios.append(best_gpu / best_cpu)
         print(f"| {name} | {best_cpu:.2f} | {best_gpu:.2f} | {best_gpu / best_cpu:.2f} | "
               f"{device_ms(gpu, x, args.repeat):.2f} | {agreement:.1e} |", flush=True)

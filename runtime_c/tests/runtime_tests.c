@@ -506,7 +506,7 @@ static void test_sync_device(void) {
   void* bindings[] = {runs};
   size_t binding_lengths[] = {sizeof(runs)};
   uint32_t push_constants[] = {0};
-  irp_hal_dispatch_t dispatch = {&executable, 0, {{4, 3, 2}, 1, push_constants, bindings, binding_lengths, 1, 0}, NULL, 0};
+  irp_hal_dispatch_t dispatch = {&executable, 0, {{4, 3, 2}, 1, push_constants, bindings, binding_lengths, 1, 0}, NULL, 0, NULL};
   irp_hal_kernel_failure_t failure = {IRP_KERNEL_STATUS_OK, {0, 0, 0}};
   CHECK(irp_hal_device_dispatch(&device, &dispatch, &failure, NULL) == IRP_OK, "a grid without failures");
   CHECK(failure.status == IRP_KERNEL_STATUS_OK, "no failure reported: %d", (int)failure.status);
@@ -548,7 +548,7 @@ static void test_threaded_device(void) {
     void* bindings[] = {runs};
     size_t binding_lengths[] = {sizeof(runs)};
     uint32_t push_constants[] = {0};
-    irp_hal_dispatch_t dispatch = {&executable, 0, {{4, 3, 2}, 1, push_constants, bindings, binding_lengths, 1, 0}, NULL, 0};
+    irp_hal_dispatch_t dispatch = {&executable, 0, {{4, 3, 2}, 1, push_constants, bindings, binding_lengths, 1, 0}, NULL, 0, NULL};
     irp_hal_thread_span_t spans[8];
     for (int round = 0; round < 200; ++round) {
       memset(runs, 0, sizeof(runs));
@@ -584,7 +584,7 @@ static void test_threaded_device(void) {
     void* single_bindings[] = {single};
     size_t single_lengths[] = {sizeof(single)};
     push_constants[0] = 0;
-    irp_hal_dispatch_t one = {&executable, 0, {{1, 1, 1}, 1, push_constants, single_bindings, single_lengths, 1, 0}, NULL, 0};
+    irp_hal_dispatch_t one = {&executable, 0, {{1, 1, 1}, 1, push_constants, single_bindings, single_lengths, 1, 0}, NULL, 0, NULL};
     irp_hal_kernel_failure_t failure = {IRP_KERNEL_STATUS_OK, {0, 0, 0}};
     CHECK(irp_hal_device_dispatch(device, &one, &failure, NULL) == IRP_OK && single[0] == 1, "one workgroup, inline");
     /* A grid of many workgroups over bindings smaller than IRP_THREAD_INLINE_BYTES: the caller runs them all. */
@@ -592,7 +592,7 @@ static void test_threaded_device(void) {
     memset(spans, 0, sizeof(spans));
     size_t small_lengths[] = {workgroups * sizeof(runs[0])};
     irp_hal_dispatch_t small = {&executable, 0, {{4, 3, 2}, 1, push_constants, bindings, small_lengths, 1, 0}, spans,
-                                thread_counts[t]};
+                                thread_counts[t], NULL};
     CHECK(irp_hal_device_dispatch(device, &small, &failure, NULL) == IRP_OK && spans[0].workgroups == 24,
           "%u threads: a small dispatch stays on the caller (it ran %u of 24)", thread_counts[t], spans[0].workgroups);
     irp_hal_threaded_device_release(device);

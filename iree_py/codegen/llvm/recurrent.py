@@ -12,14 +12,13 @@ floats of stack scratch. A symbolic batch: the grid is (direction, batch entry),
 interact, and each workgroup's state is H floats whatever the batch; an empty batch is an empty
 grid. A seq of 0 runs no step (Y_h, Y_c: the initial state).
 
-Per time step and batch entry, the gates' pre-activations are computed, then each hidden unit j's
-cell update. With attrs["weights_transposed"] (the compiler's plan step transposes constant
-weights: WT [dirs, input, G*H], RT [dirs, H, G*H]), every gate row at once: a matrix-vector
-product vectorized across rows (broadcast x_t[k] or h[k], FMA into vectors of consecutive rows,
-the accumulators in registers), into a stack array of pre-activations. Otherwise, per unit, dot
-products along the row (x_t . W row + h . R row, vectorized with the target's f32 lanes), each
-ending in a horizontal sum: on a small layer (H = 12) ten times the work. The state lives in stack scratch (h, c, the new h until every unit has read the
-old one). A batch entry is active at time t when t < sequence_lens[b] (any i32 value is safe:
+Per time step and batch entry, the pre-activations of every gate row at once, into a stack array:
+a matrix-vector product vectorized across rows (broadcast x_t[k] or h[k], FMA into vectors of
+consecutive rows, the accumulators in registers); then each hidden unit j's cell update. With
+attrs["weights_transposed"] (the CPU plan step transposes constant weights: WT [dirs, input, G*H],
+RT [dirs, H, G*H]) a vector of rows is one load; weights known only at run time are gathered. (A
+dot product along each row, ending in a horizontal sum, took ten times as long on H = 12.) The
+state lives in stack scratch (h, c, the new h until every unit has read the old one). A batch entry is active at time t when t < sequence_lens[b] (any i32 value is safe:
 negative lengths never activate); an inactive step keeps its state and writes zeros to Y.
 """
 from __future__ import annotations
@@ -32,10 +31,9 @@ from llvmlite import ir
 from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelInfo, KernelSpec
 from iree_py.codegen.llvm.common import (F32, I32, I64, as_index, const_f32, const_i32, const_i64, element_ptr,
-                                         entry_alloca, float_vector, for_range, horizontal, lanes_f32, load_f32,
-                                         store_f32, vector_split)
+                                         for_range, lanes_f32, load_f32, store_f32)
 from iree_py.codegen.llvm.dims import DynamicKernel, begin_dynamic_kernel
-from iree_py.codegen.llvm.epilogue import carried_loop, fma, splat, zero
+from iree_py.codegen.llvm.epilogue import carried_loop, fma, gather_tile, splat, tile_type, zero
 from iree_py.codegen.llvm.math import emit_unary
 from iree_py.codegen.llvm.math_core import emit_tanh, fmax, fmin
 from iree_py.ir.ops.recurrent import FUNCTIONS_PER_DIRECTION, GATES, num_directions
@@ -55,10 +53,6 @@ def _activation(name: str, alpha: float, beta: float) -> Activation:
     attrs = {"HardSigmoid": {"alpha": alpha, "beta": beta}, "LeakyRelu": {"alpha": alpha},
              "ThresholdedRelu": {"alpha": alpha}, "Elu": {"alpha": alpha}}.get(name, {})
     return lambda b, x: emit_unary(b, name, attrs, x)
-
-
-def _float_type(width: int) -> ir.Type:
-    return F32 if width == 1 else float_vector(width)
 
 
 def _scratch(b: ir.IRBuilder, count: int, name: str) -> ir.Value:
@@ -98,76 +92,51 @@ class _Layer:
         self.transposed = bool(spec.attrs.get("weights_transposed", False))
         # Pre-activations of every gate row: input part (with both biases, but GRU's recurrent
         # part, which goes to pre_h with its bias, for the reset gate to scale).
-        self.pre_x = _scratch(self.b, self.rows, "pre_x") if self.transposed else None
-        self.pre_h = _scratch(self.b, self.rows, "pre_h") if self.transposed and op == "GRU" else None
+        self.pre_x = _scratch(self.b, self.rows, "pre_x")
+        self.pre_h = _scratch(self.b, self.rows, "pre_h") if op == "GRU" else None
 
     def state_offset(self, bi: ir.Value) -> ir.Value:
         """Where batch entry bi's state starts in the scratch."""
         return self.b.mul(bi, const_i64(self.hidden)) if isinstance(self.batch, int) else const_i64(0)
 
     # --- arithmetic ------------------------------------------------------------------------------
-    def dot(self, a: ir.Value, a_off: ir.Value, w: ir.Value, w_off: ir.Value, n: int) -> ir.Value:
-        """sum over k < n of a[a_off + k] * w[w_off + k]."""
-        b = self.b
-        vec, tail = vector_split(n, self.lanes)
-        total: ir.Value = const_f32(0.0)
-        if vec:
-            vty = float_vector(self.lanes)
-            acc = entry_alloca(b, vty, "dot_acc")
-            b.store(ir.Constant(vty, [0.0] * self.lanes), acc)
-            with for_range(b, 0, vec, self.lanes, name="k") as k:
-                prod = b.fmul(load_f32(b, a, b.add(a_off, k), vty), load_f32(b, w, b.add(w_off, k), vty))
-                b.store(b.fadd(b.load(acc), prod), acc)
-            total = horizontal(b, b.load(acc), lambda bb, x, y: bb.fadd(x, y))
-        for k in range(vec, vec + tail):  # static tail: fewer than `lanes` terms
-            kk = const_i64(k)
-            total = b.fadd(total, b.fmul(load_f32(b, a, b.add(a_off, kk)), load_f32(b, w, b.add(w_off, kk))))
-        return total
-
     def clipped(self, x: ir.Value) -> ir.Value:
         if self.clip is None:
             return x
         return fmin(self.b, fmax(self.b, x, const_f32(-self.clip)), const_f32(self.clip))
 
-    def input_part(self, d: int, t: ir.Value, bi: ir.Value, row: ir.Value) -> ir.Value:
-        """x_t[b] . W[d, row] + Wb[d, row]."""
-        b = self.b
-        x_off = b.mul(b.add(b.mul(t, as_index(self.batch)), bi), const_i64(self.size))
-        w_off = b.mul(b.add(const_i64(d * self.rows), row), const_i64(self.size))
-        wb = load_f32(b, self.ptr["bias"], b.add(const_i64(d * 2 * self.rows), row))
-        return b.fadd(self.dot(self.ptr["x"], x_off, self.ptr["w"], w_off, self.size), wb)
-
-    def recurrent_part(self, d: int, state: ir.Value, state_off: ir.Value, row: ir.Value) -> ir.Value:
-        """state . R[d, row] + Rb[d, row] (state: H floats at state_off)."""
-        b = self.b
-        r_off = b.mul(b.add(const_i64(d * self.rows), row), const_i64(self.hidden))
-        rb = load_f32(b, self.ptr["bias"], b.add(const_i64(d * 2 * self.rows + self.rows), row))
-        return b.fadd(self.dot(state, state_off, self.ptr["r"], r_off, self.hidden), rb)
-
-    # --- the transposed weights: every gate row at once ------------------------------------------
+    # --- every gate row at once -------------------------------------------------------------------
     def x_offset(self, t: ir.Value, bi: ir.Value) -> ir.Value:
         b = self.b
         return b.mul(b.add(b.mul(t, as_index(self.batch)), bi), const_i64(self.size))
 
-    def matvec(self, out: ir.Value, r0: int, r1: int, biases: tuple[int, ...],
-               terms: list[tuple[ir.Value, ir.Value, ir.Value, int, int]]) -> None:
-        """out[r] = sum of bias[b + r] for b in `biases` + sum over terms (src, src_off, wt, base, n)
-        of sum_{k<n} src[src_off + k] * wt[(base + k) * rows + r], for rows r in [r0, r1): vectors of
-        consecutive rows (the tail rows one by one), MATVEC_ACCUMULATORS at a time."""
+    def weight_rows(self, wt: ir.Value, d: int, n: int, k: ir.Value, r: int, width: int) -> ir.Value:
+        """Column k of rows [r, r + width) of direction d's W or R (rows of n: input size or H): one
+        load from the transposed layout [dirs, n, rows], a gather from [dirs, rows, n]."""
+        b = self.b
+        if self.transposed:
+            start = b.add(b.mul(b.add(k, const_i64(d * n)), const_i64(self.rows)), const_i64(r))
+            return load_f32(b, wt, start, tile_type(width))
+        return gather_tile(b, wt, b.add(const_i64((d * self.rows + r) * n), k), width, n)
+
+    def matvec(self, d: int, out: ir.Value, r0: int, r1: int, biases: tuple[int, ...],
+               terms: list[tuple[ir.Value, ir.Value, ir.Value, int]]) -> None:
+        """out[r] = sum of bias[b + r] for b in `biases` + sum over terms (src, src_off, wt, n) of
+        sum_{k<n} src[src_off + k] * wt[d, r, k], for rows r in [r0, r1): vectors of consecutive rows
+        (the tail rows one by one), MATVEC_ACCUMULATORS at a time."""
         b, v = self.b, self.lanes
         pieces = [(r, v) for r in range(r0, r1 - (r1 - r0) % v, v)] + [(r, 1) for r in range(r1 - (r1 - r0) % v, r1)]
         for first in range(0, len(pieces), MATVEC_ACCUMULATORS):
             block = pieces[first:first + MATVEC_ACCUMULATORS]
             accs = [zero(w) for _, w in block]
             for base in biases:
-                accs = [b.fadd(acc, load_f32(b, self.ptr["bias"], const_i64(base + r), _float_type(w)))
+                accs = [b.fadd(acc, load_f32(b, self.ptr["bias"], const_i64(base + r), tile_type(w)))
                         for acc, (r, w) in zip(accs, block)]
-            for src, src_off, wt, wt_base, n in terms:
+            for src, src_off, wt, n in terms:
                 def k_step(k: ir.Value, values: list[ir.Value], src=src, src_off=src_off, wt=wt,
-                           wt_base=wt_base) -> list[ir.Value]:
+                           n=n) -> list[ir.Value]:
                     scalar = load_f32(b, src, b.add(src_off, k))
-                    row0 = b.mul(b.add(k, const_i64(wt_base)), const_i64(self.rows))
-                    return [fma(b, load_f32(b, wt, b.add(row0, const_i64(r)), _float_type(w)), splat(b, scalar, w), acc)
+                    return [fma(b, self.weight_rows(wt, d, n, k, r, w), splat(b, scalar, w), acc)
                             for acc, (r, w) in zip(values, block)]
                 accs = carried_loop(b, const_i64(0), const_i64(n), 1, accs, k_step, "mv")
             for acc, (r, _) in zip(accs, block):
@@ -175,35 +144,30 @@ class _Layer:
                 b.store(acc, b.bitcast(at, acc.type.as_pointer()) if isinstance(acc.type, ir.VectorType) else at,
                         align=4)
 
-    def input_terms(self, d: int, t: ir.Value, bi: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value, int, int]:
-        return (self.ptr["x"], self.x_offset(t, bi), self.ptr["w"], d * self.size, self.size)
+    def input_terms(self, t: ir.Value, bi: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value, int]:
+        return (self.ptr["x"], self.x_offset(t, bi), self.ptr["w"], self.size)
 
-    def state_terms(self, d: int, state: ir.Value, state_off: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value, int, int]:
-        return (state, state_off, self.ptr["r"], d * self.hidden, self.hidden)
+    def state_terms(self, state: ir.Value, state_off: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value, int]:
+        return (state, state_off, self.ptr["r"], self.hidden)
 
-    def pre(self, d: int, t: ir.Value, bi: ir.Value, gate: int, j: ir.Value) -> ir.Value:
-        """Gate `gate`'s pre-activation for unit j: x_t W^T + h R^T + both biases (transposed
-        weights: as `matvec` left it in pre_x, and pre_h for GRU)."""
+    def pre(self, gate: int, j: ir.Value) -> ir.Value:
+        """Gate `gate`'s pre-activation for unit j, x_t W^T + h R^T + both biases, as `matvec`
+        left it in pre_x (and pre_h for GRU)."""
         b = self.b
-        if self.transposed:
-            row = b.add(const_i64(gate * self.hidden), j)
-            value = load_f32(b, self.pre_x, row)
-            return value if self.pre_h is None else b.fadd(value, load_f32(b, self.pre_h, row))
         row = b.add(const_i64(gate * self.hidden), j)
-        h_off = self.state_offset(bi)
-        return b.fadd(self.input_part(d, t, bi, row), self.recurrent_part(d, self.h, h_off, row))
+        value = load_f32(b, self.pre_x, row)
+        return value if self.pre_h is None else b.fadd(value, load_f32(b, self.pre_h, row))
 
     # --- one step of one batch entry: writes h_new[j] for every unit (and c for LSTM) -------------
     def step(self, d: int, t: ir.Value, bi: ir.Value, fns: list[Activation]) -> None:
         b = self.b
         h_off = self.state_offset(bi)
-        if self.transposed and self.op != "GRU":
+        if self.op != "GRU":
             wb, rb = d * 2 * self.rows, d * 2 * self.rows + self.rows
-            self.matvec(self.pre_x, 0, self.rows, (wb, rb),
-                        [self.input_terms(d, t, bi), self.state_terms(d, self.h, h_off)])
+            self.matvec(d, self.pre_x, 0, self.rows, (wb, rb), [self.input_terms(t, bi), self.state_terms(self.h, h_off)])
         if self.op == "RNN":
             with for_range(b, 0, self.hidden, name="j") as j:
-                store_f32(b, fns[0](b, self.clipped(self.pre(d, t, bi, 0, j))), self.h_new, j)
+                store_f32(b, fns[0](b, self.clipped(self.pre(0, j))), self.h_new, j)
             return
         if self.op == "GRU":
             self._gru_step(d, t, bi, h_off, fns)
@@ -215,34 +179,24 @@ class _Layer:
         f, g = fns
         linear_before_reset = int(self.spec.attrs["linear_before_reset"])
         hidden = self.hidden
-        if self.transposed:
-            wb, rb = d * 2 * self.rows, d * 2 * self.rows + self.rows
-            self.matvec(self.pre_x, 0, self.rows, (wb,), [self.input_terms(d, t, bi)])
-            # z and r (and the candidate's, when linear before reset) from h now; the candidate's
-            # otherwise from the reset-scaled state below.
-            h_rows = self.rows if linear_before_reset else 2 * hidden
-            self.matvec(self.pre_h, 0, h_rows, (rb,), [self.state_terms(d, self.h, h_off)])
+        wb, rb = d * 2 * self.rows, d * 2 * self.rows + self.rows
+        self.matvec(d, self.pre_x, 0, self.rows, (wb,), [self.input_terms(t, bi)])
+        # z and r (and the candidate's, when linear before reset) from h now; the candidate's
+        # otherwise from the reset-scaled state below.
+        h_rows = self.rows if linear_before_reset else 2 * hidden
+        self.matvec(d, self.pre_h, 0, h_rows, (rb,), [self.state_terms(self.h, h_off)])
         with for_range(b, 0, hidden, name="j") as j:  # reset gate (times h unless linear before reset)
-            reset = f(b, self.clipped(self.pre(d, t, bi, 1, j)))
+            reset = f(b, self.clipped(self.pre(1, j)))
             store_f32(b, reset if linear_before_reset else b.fmul(reset, load_f32(b, self.h, b.add(h_off, j))),
                       self.gate, j)
-        if self.transposed and not linear_before_reset:
-            self.matvec(self.pre_h, 2 * hidden, self.rows, (d * 2 * self.rows + self.rows,),
-                        [self.state_terms(d, self.gate, const_i64(0))])
+        if not linear_before_reset:
+            self.matvec(d, self.pre_h, 2 * hidden, self.rows, (rb,), [self.state_terms(self.gate, const_i64(0))])
         with for_range(b, 0, hidden, name="j") as j:
-            z = f(b, self.clipped(self.pre(d, t, bi, 0, j)))
+            z = f(b, self.clipped(self.pre(0, j)))
             row = b.add(const_i64(2 * hidden), j)
-            if self.transposed:
-                recurrent = load_f32(b, self.pre_h, row)
-                hh = b.fmul(load_f32(b, self.gate, j), recurrent) if linear_before_reset else recurrent
-                candidate_input = load_f32(b, self.pre_x, row)
-            else:
-                if linear_before_reset:
-                    hh = b.fmul(load_f32(b, self.gate, j), self.recurrent_part(d, self.h, h_off, row))
-                else:
-                    hh = self.recurrent_part(d, self.gate, const_i64(0), row)
-                candidate_input = self.input_part(d, t, bi, row)
-            cand = g(b, self.clipped(b.fadd(candidate_input, hh)))
+            recurrent = load_f32(b, self.pre_h, row)
+            hh = b.fmul(load_f32(b, self.gate, j), recurrent) if linear_before_reset else recurrent
+            cand = g(b, self.clipped(b.fadd(load_f32(b, self.pre_x, row), hh)))
             h_prev = load_f32(b, self.h, b.add(h_off, j))
             one_minus_z = b.fsub(const_f32(1.0), z)
             store_f32(b, b.fadd(b.fmul(one_minus_z, cand), b.fmul(z, h_prev)), self.h_new, j)
@@ -258,14 +212,14 @@ class _Layer:
             def peephole(k: int, c_value: ir.Value) -> ir.Value:
                 return b.fmul(load_f32(b, peep, b.add(const_i64(d * 3 * hidden + k * hidden), j)), c_value)
 
-            i = f(b, self.clipped(b.fadd(self.pre(d, t, bi, 0, j), peephole(0, c_prev))))
+            i = f(b, self.clipped(b.fadd(self.pre(0, j), peephole(0, c_prev))))
             if int(self.spec.attrs["input_forget"]):
                 forget = b.fsub(const_f32(1.0), i)
             else:
-                forget = f(b, self.clipped(b.fadd(self.pre(d, t, bi, 2, j), peephole(2, c_prev))))
-            cell = g(b, self.clipped(self.pre(d, t, bi, 3, j)))
+                forget = f(b, self.clipped(b.fadd(self.pre(2, j), peephole(2, c_prev))))
+            cell = g(b, self.clipped(self.pre(3, j)))
             c_new = b.fadd(b.fmul(forget, c_prev), b.fmul(i, cell))
-            o = f(b, self.clipped(b.fadd(self.pre(d, t, bi, 1, j), peephole(1, c_new))))
+            o = f(b, self.clipped(b.fadd(self.pre(1, j), peephole(1, c_new))))
             store_f32(b, c_new, self.c, at)  # only unit j reads c[b, j]
             store_f32(b, b.fmul(o, h(b, c_new)), self.h_new, j)
 
@@ -349,8 +303,8 @@ def build(spec: KernelSpec, module: ir.Module, target) -> KernelInfo:
     batch = x.shape[1]
     entries = batch if isinstance(batch, int) else 1
     hidden = int(spec.attrs["hidden_size"])
-    transposed_rows = 2 * GATES[op] * hidden if spec.attrs.get("weights_transposed") else 0
-    if (2 * entries + 2) * hidden + transposed_rows > MAX_SCRATCH_FLOATS:
+    pre_activations = (2 if op == "GRU" else 1) * GATES[op] * hidden
+    if (2 * entries + 2) * hidden + pre_activations > MAX_SCRATCH_FLOATS:
         raise ValueError(f"{what}: batch {entries} x hidden {hidden} needs more stack scratch than "
                          f"{MAX_SCRATCH_FLOATS} floats")
     dirs = num_directions(spec.attrs["direction"])

@@ -37,8 +37,12 @@ def zero(width: int) -> ir.Constant:
 
 def lane_mask(b: ir.IRBuilder, valid: ir.Value, width: int) -> ir.Value:
     """<width x i1>: lane i is set when i < valid (an i64)."""
-    lanes = ir.Constant(ir.VectorType(I64, width), list(range(width)))
-    return b.icmp_signed("<", lanes, splat_value(b, valid, ir.VectorType(I64, width)))
+    # Compared as i32 lanes, the width of the float lanes the mask selects: an i64 compare would
+    # need packing down to each masked load's mask. Clamped to [0, width] first, so it fits.
+    count = b.select(b.icmp_signed("<", valid, i64(width)), valid, i64(width))
+    count = b.trunc(b.select(b.icmp_signed("<", count, i64(0)), i64(0), count), I32)
+    lanes = ir.Constant(ir.VectorType(I32, width), list(range(width)))
+    return b.icmp_signed("<", lanes, splat_value(b, count, ir.VectorType(I32, width)))
 
 
 def _lanes(b: ir.IRBuilder, valid: ir.Value, width: int) -> ir.Value:
@@ -73,8 +77,8 @@ def load_tile(b: ir.IRBuilder, base: ir.Value, index: ir.Value, width: int,
 
 def load_strided_tile(b: ir.IRBuilder, base: ir.Value, index: ir.Value, width: int,
                       stride: int, valid: ir.Value | None = None) -> ir.Value:
-    """base[index + i * stride] for i < width: one contiguous load of exactly the span that is
-    needed ((width - 1) * stride + 1 floats), then a shuffle that keeps every stride-th lane.
+    """base[index + i * stride] for i < width: one load of the span that is needed ((width - 1) *
+    stride + 1 floats, see load_span), then a shuffle that keeps every stride-th lane.
     `valid`: an i64 count of the leading lanes to read, or a mask over the span's lanes."""
     if stride == 1 or width == 1:
         return load_tile(b, base, index, width, valid)
@@ -82,9 +86,66 @@ def load_strided_tile(b: ir.IRBuilder, base: ir.Value, index: ir.Value, width: i
     span_valid = valid
     if valid is not None and not isinstance(valid.type, ir.VectorType):
         span_valid = b.add(b.mul(b.sub(valid, i64(1)), i64(stride)), i64(1))
-    wide = load_tile(b, base, index, span, span_valid)
-    mask = ir.Constant(ir.VectorType(I32, width), [ir.Constant(I32, i * stride) for i in range(width)])
-    return b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined), mask)
+    return pick_lanes(b, load_span(b, base, index, span, width, span_valid), [i * stride for i in range(width)])
+
+
+def load_span(b: ir.IRBuilder, base: ir.Value, index: ir.Value, count: int, width: int,
+              valid: ir.Value | None = None) -> ir.Value:
+    """base[index : index + count] as a vector of `count` rounded up to a multiple of `width` lanes
+    (the lanes past `count` are undefined, and never read). A load of an odd lane count such as 15
+    would be split into loads of 8, 4, 2 and 1 lanes put back together one by one; this one is
+    whole loads of `width` lanes, the last one ending at the span's end (it overlaps the one before:
+    no lane outside the span is read). `valid` as for load_tile, over `count` lanes: then the tail
+    is one masked load and the lanes past `valid` are 0."""
+    lanes = -(-count // width) * width
+    if valid is None and lanes == count:
+        return load_tile(b, base, index, lanes)
+    if valid is None and count < width:  # too short for whole loads
+        valid = i64(count)
+    if valid is None:
+        full = count // width
+        chunks = [load_tile(b, base, b.add(index, i64(k * width)), width) for k in range(full)]
+        chunks.append(load_tile(b, base, b.add(index, i64(count - width)), width))
+        joined = _concat(b, chunks)
+        tail = full * width - (count - width)  # lane of the last chunk where element full * width lies
+        return pick_lanes(b, joined, [e if e < full * width else e + tail if e < count else 0 for e in range(lanes)])
+    if isinstance(valid.type, ir.VectorType):
+        if valid.type.count != count:
+            raise ValueError(f"a mask of {valid.type.count} lanes for a span of {count}")
+        padding = ir.Constant(valid.type, [ir.Constant(I1, 0)] * count)
+        mask = _widen(b, valid, lanes, padding)
+    else:
+        mask = valid  # a count of leading lanes: the padding lanes lie past it
+    return load_tile(b, base, index, lanes, mask)
+
+
+def _widen(b: ir.IRBuilder, value: ir.Value, lanes: int, padding: ir.Value | None = None) -> ir.Value:
+    """`value` (a vector) with lanes added up to `lanes`: padding's lanes, or undefined ones."""
+    count = value.type.count
+    if lanes > 2 * count:
+        raise ValueError(f"a vector of {count} lanes cannot be widened to {lanes} by one shuffle")
+    other = padding if padding is not None else ir.Constant(value.type, ir.Undefined)
+    return b.shuffle_vector(value, other, ir.Constant(ir.VectorType(I32, lanes), list(range(lanes))))
+
+
+def _concat(b: ir.IRBuilder, vectors: list[ir.Value]) -> ir.Value:
+    """The vectors (all of one type) end to end, in a vector of the next power-of-two multiple of
+    their lanes (the lanes past them undefined)."""
+    while len(vectors) > 1:
+        if len(vectors) % 2:
+            vectors.append(ir.Constant(vectors[-1].type, ir.Undefined))
+        vectors = [b.shuffle_vector(x, y, ir.Constant(ir.VectorType(I32, 2 * x.type.count),
+                                                       list(range(2 * x.type.count))))
+                   for x, y in zip(vectors[::2], vectors[1::2])]
+    return vectors[0]
+
+
+def pick_lanes(b: ir.IRBuilder, value: ir.Value, lanes: Sequence[int]) -> ir.Value:
+    """The vector of value's `lanes`, in that order (one lane: the scalar)."""
+    if len(lanes) == 1:
+        return b.extract_element(value, const_i32(lanes[0]))
+    mask = ir.Constant(ir.VectorType(I32, len(lanes)), [ir.Constant(I32, i) for i in lanes])
+    return b.shuffle_vector(value, ir.Constant(value.type, ir.Undefined), mask)
 
 
 def store_tile(b: ir.IRBuilder, value: ir.Value, base: ir.Value, index: ir.Value,

@@ -23,7 +23,7 @@ from iree_py.errors import CompileError
 from iree_py.codegen.kernel_spec import KernelSpec
 from iree_py.codegen.llvm.common import as_index, const_i64, entry_alloca, for_range, max_index, min_index
 from iree_py.codegen.llvm.dims import DynamicKernel
-from iree_py.codegen.llvm.epilogue import load_strided_tile
+from iree_py.codegen.llvm.epilogue import load_span, load_tile, pick_lanes
 from iree_py.ir.opdef import pool_output_size
 from iree_py.ir.symbols import Expr, dim
 
@@ -151,10 +151,18 @@ def for_each_window(b: ir.IRBuilder, plane: ir.Value, win: Window, start: ir.Val
         assert vector is not None
         ws = b.sub(b.mul(x, const_i64(sw)), const_i64(pl))
         result = vector.start
+        lanes = vector.lanes
+        span = (lanes - 1) * sw + (kw - 1) * dw + 1  # every tap of the row's lanes columns
         for i in range(kh):
-            row = b.add(src_base, b.mul(b.add(hs, const_i64(i * dh)), as_index(win.w)))
+            row = b.add(b.add(src_base, b.mul(b.add(hs, const_i64(i * dh)), as_index(win.w))), ws)
+            # Strided: the row's taps are lanes of one span (whole-vector loads, then shuffles);
+            # stride 1: one plain load per tap beats shifting lanes across the halves of a vector.
+            wide = load_span(b, vector.src, row, span, lanes) if sw > 1 else None
             for j in range(kw):
-                taps = load_strided_tile(b, vector.src, b.add(row, b.add(ws, const_i64(j * dw))), vector.lanes, sw)
+                if wide is None:
+                    taps = load_tile(b, vector.src, b.add(row, const_i64(j * dw)), lanes)
+                else:
+                    taps = pick_lanes(b, wide, [j * dw + k * sw for k in range(lanes)])
                 result = vector.combine(result, taps)
         vector.finish(result, b.add(dst_base, b.add(b.mul(y, as_index(win.ow)), x)))
 

@@ -4,6 +4,9 @@ recurrent.py), each kernel built once and run at several symbol values (batch 0 
 1e-4 of the largest expected magnitude."""
 from __future__ import annotations
 
+import ctypes
+import mmap
+
 import numpy as np
 import pytest
 
@@ -186,6 +189,45 @@ def test_pools_dynamic_against_numpy() -> None:
                    {"kernel": (2, 2), "strides": (2, 2), "pads": (0, 0, 0, 0), "dilations": (1, 1), "ceil_mode": 0}),
     ]
     _run_at_sizes(specs, _conv_inputs, _pool_reference, POOL_SIZES)
+
+
+def _fenced(a: np.ndarray) -> tuple[np.ndarray, mmap.mmap]:
+    """A copy of `a` whose last byte is the last one before a page that cannot be read: a kernel
+    that loads past its input's end faults instead of reading a neighbour's bytes. Keep the map."""
+    page = mmap.PAGESIZE
+    size = -(-a.nbytes // page) * page
+    region = mmap.mmap(-1, size + page)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    start = ctypes.addressof(ctypes.c_char.from_buffer(region))
+    assert libc.mprotect(start + size, page, 0) == 0, f"mprotect: errno {ctypes.get_errno()}"  # PROT_NONE
+    fenced = np.frombuffer(region, dtype=a.dtype, count=a.size, offset=size - a.nbytes).reshape(a.shape)
+    fenced[...] = a
+    return fenced, region
+
+
+def test_strided_windows_read_nothing_past_their_input() -> None:
+    """Strided taps are whole-vector loads of a span (epilogue.load_span: the last load ends where
+    the span does) — at the very end of the input too: the input is fenced by an unreadable page,
+    for static and symbolic W and widths whose last span ends at the buffer's last float."""
+    specs = [_pool_spec("fmax_s2", "maxpool", 2, (2, 2), strides=(2, 2)),
+             _pool_spec("fmax_3x3_s2", "maxpool", 2, (3, 3), strides=(2, 2)),
+             _pool_spec("favg_s2", "avgpool", 2, (2, 2), strides=(2, 2), count_include_pad=0),
+             _conv_spec("fconv_s2", 3, 8, (3, 3), strides=(2, 2)),
+             _conv_spec("fconv_s2_pads", 3, 8, (3, 3), strides=(2, 2), pads=(1, 1, 1, 1)),
+             _conv_spec("fconv_s2_static", 3, 8, (3, 3), strides=(2, 2), hw=(9, 33))]
+    lib = LoadedLibrary(build_executable(specs, load_target("host")))
+    for spec in specs:
+        for symbols in ({"n": 1, "h": 9, "w": 33}, {"n": 1, "h": 4, "w": 64}, {"n": 1, "h": 5, "w": 130}):
+            if not isinstance(spec.inputs[0].shape[3], Expr):
+                symbols = {"n": 1}
+            arrays = _conv_inputs(spec, symbols)
+            fenced, region = _fenced(arrays[0])
+            (got,) = lib.run(spec, [fenced, *arrays[1:]], symbols)
+            reference = _conv_reference if spec.kind == "conv2d" else _pool_reference
+            assert_close(got, reference(spec, arrays), RTOL, f"{spec.name} at {symbols}")
+            del fenced
+            region.close()
 
 
 # --- LSTM / GRU / RNN ---------------------------------------------------------------------------

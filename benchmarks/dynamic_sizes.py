@@ -1,13 +1,13 @@
 """One module, many input sizes: latency per size of iree-py's dynamic-shape modules next to
 onnxruntime (one thread) in the same run, with the peak memory of each call.
 
-    python benchmarks/dynamic_sizes.py [--repeat 20] [--rounds 3] [--threads 1] [--models encoder_block,...]
+    python benchmarks/dynamic_sizes.py [--repeat 20] [--rounds 3] [--min-ms 100] [--threads 1] [--models encoder_block,...]
 
 Each model of tests/dynamic/dyn_models.py is compiled ONCE for the host (symbolic dims stay
 symbolic: no recompilation, no module growth per size) and called at every size of SIZES. Latency
-is the median of --repeat calls after one warm-up call, the best of --rounds rounds in which the
-three engines take turns, each round of each engine in a fresh process; every engine runs on
---threads threads. "ratio" is iree-py /
+is the median of --repeat calls (or of as many as take --min-ms, if that is more) after warm-up
+calls, the best of --rounds rounds in which the three engines take turns, each round of each
+engine in a fresh process; every engine runs on --threads threads. "ratio" is iree-py /
 onnxruntime (< 1: iree-py is faster). "static ms" is the same model compiled for that one size
 (`dims=`), and "dyn / static" what the symbolic dims cost. Peak is the arena plus the pool's
 high-water mark of the call.
@@ -46,7 +46,7 @@ import json, sys
 import numpy as np
 sys.path.insert(0, sys.argv[5])
 from timing import time_calls
-engine, path, inputs_path, repeat, _, threads = sys.argv[1:7]
+engine, path, inputs_path, repeat, _, threads, min_seconds = sys.argv[1:8]
 z = np.load(inputs_path)
 xs = [z[f"arr_{i}"] for i in range(len(z.files))]
 if engine == "onnxruntime":
@@ -61,14 +61,15 @@ else:
     import iree_py
     module = iree_py.load(open(path, "rb").read(), threads=int(threads))
     run = lambda: module.main.call(*xs)
-ms = time_calls(run, int(repeat))[0]
+run()  # warm up, so the pace time_calls takes from its first call is a warm call's
+ms = time_calls(run, int(repeat), float(min_seconds))[0]
 print(json.dumps({"ms": ms, "peak": 0 if engine == "onnxruntime" else module.peak_bytes}))
 '''
 
 
-def measure(engine: str, path: Path, inputs: Path, repeat: int, threads: int) -> dict:
+def measure(engine: str, path: Path, inputs: Path, repeat: int, threads: int, min_seconds: float) -> dict:
     out = subprocess.run([sys.executable, "-c", WORKER, engine, str(path), str(inputs), str(repeat),
-                          str(Path(__file__).parent), str(threads)], capture_output=True, text=True, check=True,
+                          str(Path(__file__).parent), str(threads), str(min_seconds)], capture_output=True, text=True, check=True,
                          cwd=ROOT)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -78,6 +79,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--min-ms", type=float, default=100.0,
+                        help="each median is of at least as many calls as take this long (default 100)")
     parser.add_argument("--models", default=",".join(SIZES))
     args = parser.parse_args()
     print(f"threads: {args.threads}")
@@ -101,7 +104,7 @@ def main() -> None:
                 for _ in range(args.rounds):  # the engines take turns, each in a fresh process
                     for engine, path in paths.items():
                         result = measure("onnxruntime" if engine == "onnxruntime" else "iree-py", path, inputs,
-                                         args.repeat, args.threads)
+                                         args.repeat, args.threads, args.min_ms / 1e3)
                         best[engine] = min(best[engine], result["ms"])
                         peak = result["peak"] if engine == "dynamic" else peak
                 ours, fixed, theirs = best["dynamic"], best["static"], best["onnxruntime"]

@@ -45,6 +45,9 @@ class LoadedFunction:
         # is a string tensor or a sequence.
         self._plain_inputs = plain_inputs(fn)
         self._unpacks_outputs = any(sequence_layout.is_packed(sig) for sig in fn.outputs)
+        # The device's fast path for plain arguments (LocalDevice.fast_caller), if it has one.
+        fast_caller = getattr(loaded.device, "fast_caller", None)
+        self._fast = fast_caller(fn) if fast_caller is not None and not self._unpacks_outputs else None
 
     @property
     def input_names(self) -> list[str]:
@@ -70,6 +73,10 @@ class LoadedFunction:
     def call(self, *args: Any) -> list[Any]:
         """Always a list, whatever the number of outputs. A sequence input takes a list of arrays,
         an optional one also None; such outputs come back as lists / None (docs/sequences.md)."""
+        if self._fast is not None:
+            outputs = self._fast(args)
+            if outputs is not None:
+                return outputs
         fn = self.signature
         exact = _passes_as_is(args, self._plain_inputs)
         outputs = self._loaded.device.call(fn, list(args) if exact else check_inputs(fn, args))
@@ -90,6 +97,10 @@ class LoadedModule:
         self.module: Module = read_module(image.data, payloads=False)  # signatures only, no weight copies
         self.device = open_device(device, image, self.module, threads)
         self.functions = {f.name: LoadedFunction(self, f) for f in self.module.functions if f.exported}
+        # module.main is an attribute lookup, not a __getattr__ call (a microsecond a call).
+        for name, function in self.functions.items():
+            if name.isidentifier() and name not in self.__dict__ and not hasattr(type(self), name):
+                self.__dict__[name] = function
 
     @property
     def peak_bytes(self) -> int:

@@ -1,4 +1,5 @@
-"""The in-process call path (runtime/devices.py LocalDevice.call): small static inputs are staged in
+"""The in-process call path (runtime/devices.py LocalDevice.call, and its fast path for plain
+arguments, _CallPlan.fast_call): small static inputs are staged in
 buffers the C views point at, outputs are copied out of the arena through cached views. These check
 that the shortcuts never change what a call returns."""
 from __future__ import annotations
@@ -101,3 +102,25 @@ def test_dynamic_inputs_are_staged_again_when_their_shape_changes() -> None:
         np.testing.assert_array_equal(z, expected)
     with pytest.raises(IreePyError, match="was given shape"):  # a fixed axis still goes through the checks
         fn(np.ones((3, 5), np.float32), np.ones((3, 5), np.float32))
+
+
+def test_plain_arguments_take_the_fast_path_and_others_the_checks(add_small: LoadedModule) -> None:
+    """Static inputs and outputs: LoadedFunction.call first tries the device's fast path (an
+    ndarray of the exact dtype and shape, any strides); anything else falls through to the checks,
+    which take it or say what is wrong, as before."""
+    fn = add_small.functions["main"]
+    assert fn._fast is not None and add_small.main is fn
+    x, y = np.arange(16, dtype=np.float32).reshape(2, 8), np.full((2, 8), 0.5, np.float32)
+    fortran = np.asfortranarray(x)
+    for args in ((x, y), (fortran, y), (x, y[:, ::-1])):
+        got = fn._fast(args)
+        assert got is not None
+        np.testing.assert_array_equal(got[0], args[0] + args[1])
+    for args in ((x.astype(">f4"), y), (x.tolist(), y), (x,), (x, y, y), (x.astype(np.float64), y)):
+        assert fn._fast(args) is None
+    with pytest.raises(IreePyError, match="was given dtype >f4"):
+        fn(x.astype(">f4"), y)
+    with pytest.raises(IreePyError, match="expected 2 inputs"):
+        fn(x)
+    dynamic = iree_py.load(iree_py.compile(_add_model(["n", 3]), target="host"))
+    assert dynamic.functions["main"]._fast is None  # dynamic shapes: the general path

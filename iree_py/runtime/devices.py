@@ -104,25 +104,26 @@ class _CallPlan:
 
     def fast_call(self, lib: ctypes.CDLL, module: ctypes.c_void_p, fn: Function,
                   check: Callable[[int, str], None]) -> Callable[[tuple], list[np.ndarray] | None] | None:
-        """A call for the common case, or None where a function has none: every input staged
-        (static shape, small) and every output static. It returns the outputs, or None (having
-        called nothing) when an argument is not an ndarray of its input's exact dtype and shape —
-        the caller then takes the general path, which checks and says what is wrong. A few
-        microseconds in all: no per-call checks beyond those, no views rebuilt."""
-        if len(self.input_views) != len(fn.inputs) or any(s is None for s in self.staged) or \
-                any(sig.is_dynamic or sig.dtype is DType.string for sig in fn.outputs):
+        """A call for the common case, or None where a function has none (string tensors): every
+        argument an ndarray of exactly its staging buffer's dtype and shape (a static input's; a
+        dynamic input's as the call before staged it), copied in. It returns the outputs, or None
+        (having called nothing) for anything else; the caller then takes the general path, which
+        stages what it can and says what is wrong. A few microseconds in all: the views are as
+        the plan left them, a static output comes back through its cached arena view."""
+        if len(self.input_views) != len(fn.inputs) or any(sig.dtype is DType.string for sig in fn.inputs) or \
+                any(sig.dtype is DType.string for sig in fn.outputs):
             return None
-        staged, count = tuple(self.staged), len(self.staged)
-        expected = tuple((s.dtype, s.shape) for s in staged)
+        staged, count = self.staged, len(self.staged)
         irp_call, index, inputs = lib.irp_call, ctypes.c_int32(self.index), self.inputs
         input_count, outputs, output_count = ctypes.c_int32(count), self.outputs, ctypes.c_int32(len(fn.outputs))
         views, ndarray = self.output_views, np.ndarray
+        static_outputs = [not sig.is_dynamic for sig in fn.outputs]
 
         def call(args: tuple) -> list[np.ndarray] | None:
             if len(args) != count:
                 return None
-            for a, (dtype, shape) in zip(args, expected):
-                if type(a) is not ndarray or a.dtype is not dtype or a.shape != shape:
+            for a, buffer in zip(args, staged):
+                if buffer is None or type(a) is not ndarray or a.dtype is not buffer.dtype or a.shape != buffer.shape:
                     return None
             for a, buffer in zip(args, staged):
                 buffer[...] = a
@@ -133,7 +134,7 @@ class _CallPlan:
             results = []
             for i, view in enumerate(views):  # a static output comes back where it came back before
                 entry = known[i]
-                results.append(entry[3].copy() if entry is not None and entry[0] == view.data
+                results.append(entry[3].copy() if static_outputs[i] and entry is not None and entry[0] == view.data
                                else self.copy_output(i))
             return results
         return call

@@ -122,5 +122,11 @@ def test_plain_arguments_take_the_fast_path_and_others_the_checks(add_small: Loa
         fn(x.astype(">f4"), y)
     with pytest.raises(IreePyError, match="expected 2 inputs"):
         fn(x)
-    dynamic = iree_py.load(iree_py.compile(_add_model(["n", 3]), target="host"))
-    assert dynamic.functions["main"]._fast is None  # dynamic shapes: the general path
+    dynamic = iree_py.load(iree_py.compile(_add_model(["n", 3]), target="host")).functions["main"]
+    a, b = np.ones((4, 3), np.float32), np.ones((5, 3), np.float32)
+    assert dynamic._fast((a, a)) is None  # nothing staged yet: the general path stages shape (4, 3)
+    np.testing.assert_array_equal(dynamic(a, a), 2 * a)
+    np.testing.assert_array_equal(dynamic._fast((a, 3 * a))[0], 4 * a)  # staged at this shape
+    assert dynamic._fast((b, b)) is None  # another shape: staged again by the general path
+    np.testing.assert_array_equal(dynamic(b, 2 * b), 3 * b)
+    assert dynamic._fast((b, b))[0].shape == (5, 3)

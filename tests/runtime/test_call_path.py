@@ -127,6 +127,9 @@ def test_plain_arguments_take_the_fast_path_and_others_the_checks(add_small: Loa
     assert dynamic._fast((a, a)) is None  # nothing staged yet: the general path stages shape (4, 3)
     np.testing.assert_array_equal(dynamic(a, a), 2 * a)
     np.testing.assert_array_equal(dynamic._fast((a, 3 * a))[0], 4 * a)  # staged at this shape
+    first, second = dynamic._fast((a, a))[0], dynamic._fast((a, 5 * a))[0]  # the same output views
+    np.testing.assert_array_equal(first, 2 * a)
+    np.testing.assert_array_equal(second, 6 * a)
     assert dynamic._fast((b, b)) is None  # another shape: staged again by the general path
     np.testing.assert_array_equal(dynamic(b, 2 * b), 3 * b)
     assert dynamic._fast((b, b))[0].shape == (5, 3)

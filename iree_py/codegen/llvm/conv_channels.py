@@ -294,12 +294,36 @@ def _emit_piece(b: ir.IRBuilder, blk: _Block, piece: _ColumnPiece, columns: tupl
 def _grid(s: ConvShape, tiling: ChannelTiling, channel_blocks: int) -> tuple[Dim, Dim]:
     """(rows per workgroup, workgroups along x): only as many row chunks as give the grid about
     MIN_WORKGROUPS workgroups, each a whole number of tile rows (the max(1, ...) keep an empty
-    batch or image from dividing by zero)."""
-    row_chunks = call("max", 1, call("min", call("ceildiv", s.oh, tiling.rows),
+    batch or image from dividing by zero). The chunks start at the first interior row (the first
+    one also takes the border rows above it, `_row_range`), so each chunk's interior rows are
+    whole bands: chunks from row 0 left an interior row alone at each chunk's start when the top
+    padding is 1 (on 8 rows of bands of 2: rows 1 and 6 in tiles of half the pixels)."""
+    rlo = s.interior_rows()[0]
+    body = dim(Expr.of(s.oh) - rlo)  # rows from the first interior one on
+    row_chunks = call("max", 1, call("min", call("ceildiv", body, tiling.rows),
                                      call("max", 1, call("ceildiv", MIN_WORKGROUPS,
                                                          call("max", 1, product((channel_blocks, s.n)))))))
-    block_rows = dim(call("max", 1, call("ceildiv", call("ceildiv", s.oh, row_chunks), tiling.rows) * tiling.rows))
-    return block_rows, dim(call("ceildiv", s.oh, block_rows))
+    block_rows = dim(call("max", 1, call("ceildiv", call("ceildiv", body, row_chunks), tiling.rows) * tiling.rows))
+    return block_rows, _grid_rows(s, block_rows)
+
+
+def _row_range(b: ir.IRBuilder, dk: DynamicKernel, s: ConvShape, block_rows: Dim) -> tuple[ir.Value, ir.Value]:
+    """[oy_begin, oy_end) of this workgroup (x): chunk k is rows [rlo + k * block_rows,
+    rlo + (k + 1) * block_rows), the first from row 0, the last to OH."""
+    rlo = dk.dim(s.interior_rows()[0])
+    chunk, rows = dk.workgroup_id_index(0), dk.dim(block_rows)
+    start = b.add(rlo, b.mul(chunk, rows))
+    oy_begin = b.select(b.icmp_signed("==", chunk, i64(0)), i64(0), start)
+    last = b.icmp_signed("==", b.add(chunk, i64(1)), dk.dim(_grid_rows(s, block_rows)))
+    oy_end = b.select(last, dk.dim(s.oh), imin(b, b.add(start, rows), dk.dim(s.oh)))
+    return oy_begin, oy_end
+
+
+def _grid_rows(s: ConvShape, block_rows: Dim) -> Dim:
+    """The workgroups along x for chunks of block_rows rows from the first interior row: at least
+    one when there are rows at all (every row may be a border row)."""
+    body = dim(Expr.of(s.oh) - s.interior_rows()[0])
+    return dim(call("max", call("ceildiv", body, block_rows), call("min", s.oh, 1)))
 
 
 def _sizes(dk: DynamicKernel, s: ConvShape) -> _Sizes:
@@ -338,9 +362,7 @@ def build_channel_vectors(spec: KernelSpec, s: ConvShape, agree: Agreements, mod
     block = dk.workgroup_id_index(1)
     group = b.udiv(block, i64(blocks_per_group))
     in_group = b.urem(block, i64(blocks_per_group))
-    rows_per_workgroup = dk.dim(block_rows)
-    oy_begin = b.mul(dk.workgroup_id_index(0), rows_per_workgroup)
-    oy_end = imin(b, b.add(oy_begin, rows_per_workgroup), dk.dim(s.oh))
+    oy_begin, oy_end = _row_range(b, dk, s, block_rows)
     x_image = b.mul(b.add(b.mul(image, i64(s.c)), b.mul(group, i64(s.cg))), _scaled(b, sizes.in_plane, 1))
     out_image = b.mul(image, _scaled(b, sizes.out_plane, s.m))
     channel = b.add(b.mul(group, i64(s.mg)), b.mul(in_group, i64(r * v)))

@@ -27,7 +27,8 @@ int main(void) {
   F(irp_dispatch_state_t, workgroup_count) F(irp_dispatch_state_t, push_constant_count)
   F(irp_dispatch_state_t, push_constants) F(irp_dispatch_state_t, bindings)
   F(irp_dispatch_state_t, binding_lengths) F(irp_dispatch_state_t, binding_count)
-  F(irp_dispatch_state_t, reserved) S(irp_dispatch_state_t)
+  F(irp_dispatch_state_t, reserved)
+  F(irp_dispatch_state_t, read_only_bindings) S(irp_dispatch_state_t)
   F(irp_workgroup_state_t, workgroup_id) F(irp_workgroup_state_t, reserved) S(irp_workgroup_state_t)
   F(irp_kernel_library_t, abi_version) F(irp_kernel_library_t, entry_count)
   F(irp_kernel_library_t, entry_names) F(irp_kernel_library_t, entries) S(irp_kernel_library_t)
@@ -101,7 +102,7 @@ def test_status_table_is_well_formed() -> None:
 
 
 def test_32bit_layout_is_smaller() -> None:
-    assert dispatch_state_layout(32).size == 36
+    assert dispatch_state_layout(32).size == 40
     assert dispatch_state_layout(32).offsets["bindings"] == 20
     with pytest.raises(ValueError, match="pointer_bits"):
         dispatch_state_layout(16)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
-KERNEL_ABI_VERSION = 1
+KERNEL_ABI_VERSION = 2  # 2: the dispatch state's read_only_bindings
 LIBRARY_QUERY_SYMBOL = "irp_kernel_library_query"
 
 
@@ -30,6 +30,7 @@ STATUS_DISPATCH_REFUSED = 1
 STATUS_STRINGS_MALFORMED = 2
 STATUS_INDEX_OUT_OF_RANGE = 3
 STATUS_UNSUPPORTED_VALUE = 4
+STATUS_READ_ONLY_BINDING = 5
 
 KERNEL_STATUSES: tuple[KernelStatus, ...] = (
     KernelStatus(STATUS_OK, "OK", "the kernel ran to the end"),
@@ -43,6 +44,10 @@ KERNEL_STATUSES: tuple[KernelStatus, ...] = (
     # Unique's data with a NaN (no order to sort it in), a RoiAlign roi whose sample count is not finite
     KernelStatus(STATUS_UNSUPPORTED_VALUE, "UNSUPPORTED_VALUE", "an input holds a value this kernel cannot compute "
                                                                "with (a NaN to sort, a non-finite size)"),
+    # the dispatch guard: a binding its kernel writes is marked in read_only_bindings (a damaged module)
+    KernelStatus(STATUS_READ_ONLY_BINDING, "READ_ONLY_BINDING",
+                 "the kernel refused its dispatch: a binding it writes is read-only (a constant of the module or "
+                 "a caller's input)"),
 )
 
 
@@ -61,9 +66,11 @@ class StructLayout:
 
 
 def dispatch_state_layout(pointer_bits: int) -> StructLayout:
-    """irp_dispatch_state_t: u32 workgroup_count[3], u32 push_constant_count, then pointers."""
+    """irp_dispatch_state_t: u32 workgroup_count[3], u32 push_constant_count, three pointers, u32
+    binding_count, u32 reserved, then the read_only_bindings pointer (a bitmap: bit i % 32 of u32
+    word i / 32 set when binding i is read-only)."""
     p = _pointer_bytes(pointer_bits)
-    return StructLayout("irp_dispatch_state_t", 24 + 3 * p, {
+    return StructLayout("irp_dispatch_state_t", 24 + 4 * p, {
         "workgroup_count": 0,
         "push_constant_count": 12,
         "push_constants": 16,
@@ -71,6 +78,7 @@ def dispatch_state_layout(pointer_bits: int) -> StructLayout:
         "binding_lengths": 16 + 2 * p,
         "binding_count": 16 + 3 * p,
         "reserved": 20 + 3 * p,
+        "read_only_bindings": 24 + 3 * p,
     })
 
 
@@ -105,6 +113,7 @@ class DispatchState(ctypes.Structure):
         ("binding_lengths", ctypes.POINTER(ctypes.c_size_t)),
         ("binding_count", ctypes.c_uint32),
         ("reserved", ctypes.c_uint32),
+        ("read_only_bindings", ctypes.POINTER(ctypes.c_uint32)),
     ]
 
 

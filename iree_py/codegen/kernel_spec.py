@@ -4,7 +4,10 @@ The compiler turns each dispatch region of the graph into a KernelSpec; a backen
 KernelSpecs into one executable per target (codegen/backend.py; iree_py/codegen/llvm/ for CPUs).
 The kinds, with what each takes and reads, are the table of codegen/kernel_kinds.py.
 
-Bindings of a kernel are `inputs` then `outputs`, in order. Every tensor is dense, row-major.
+Bindings of a kernel are `inputs` then `outputs`, in order, and a kernel writes its outputs only:
+the runtime may bind a module constant or a caller's input as any input, and the dispatch guard
+refuses a dispatch that marks an output read-only (codegen/llvm/dispatch_guard.py). Every tensor
+is dense, row-major.
 """
 from __future__ import annotations
 

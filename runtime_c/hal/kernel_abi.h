@@ -10,6 +10,11 @@
  * A dispatch runs one entry point once per workgroup id in [0, workgroup_count) on each axis.
  * Kernels must only touch bytes inside their bindings; the runtime checks every binding against
  * the minimum length the module declares for the entry point before calling it.
+ * Read-only bindings: the module is data, so a damaged one can bind a constant (used in place: the
+ * caller's module bytes, flash on a board) or a caller's input where a kernel writes. The runtime
+ * marks every such binding in read_only_bindings, which it fills from what each buffer is, never
+ * from the module; a kernel writes only bindings that are not marked, and a compiled entry point
+ * returns IRP_KERNEL_STATUS_READ_ONLY_BINDING when one it writes is (dispatch_guard.py).
  * Ownership: everything a kernel receives is borrowed for the duration of the call. */
 #ifndef IRP_HAL_KERNEL_ABI_H_
 #define IRP_HAL_KERNEL_ABI_H_
@@ -17,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define IRP_KERNEL_ABI_VERSION 1u
+#define IRP_KERNEL_ABI_VERSION 2u /* 2: read_only_bindings */
 
 typedef struct irp_dispatch_state_t {
   uint32_t workgroup_count[3];   /* grid size on x, y, z */
@@ -27,6 +32,9 @@ typedef struct irp_dispatch_state_t {
   const size_t* binding_lengths;  /* length in bytes of each binding */
   uint32_t binding_count;
   uint32_t reserved;
+  /* Bit (i % 32) of word i / 32 is set when binding i is read-only (a module constant or a
+   * caller's input): (binding_count + 31) / 32 words, never NULL (one word, 0, without bindings). */
+  const uint32_t* read_only_bindings;
 } irp_dispatch_state_t;
 
 typedef struct irp_workgroup_state_t {
@@ -48,7 +56,9 @@ typedef int32_t (*irp_kernel_fn_t)(const irp_dispatch_state_t* dispatch_state,
     "the kernel refused its dispatch (grid, bindings or run-time dims other than it was built for)") \
   X(2, STRINGS_MALFORMED, "a packed string tensor's offsets do not fit its buffer")               \
   X(3, INDEX_OUT_OF_RANGE, "an index is outside the range of its axis")                           \
-  X(4, UNSUPPORTED_VALUE, "an input holds a value this kernel cannot compute with (a NaN to sort, a non-finite size)")
+  X(4, UNSUPPORTED_VALUE, "an input holds a value this kernel cannot compute with (a NaN to sort, a non-finite size)") \
+  X(5, READ_ONLY_BINDING,                                                                          \
+    "the kernel refused its dispatch: a binding it writes is read-only (a constant of the module or a caller's input)")
 
 #define IRP_KERNEL_STATUS_ENUMERATOR_(code, name, meaning) IRP_KERNEL_STATUS_##name = (code),
 typedef enum irp_kernel_status_t { IRP_KERNEL_STATUSES(IRP_KERNEL_STATUS_ENUMERATOR_) } irp_kernel_status_t;
@@ -73,7 +83,8 @@ _Static_assert(offsetof(irp_dispatch_state_t, push_constants) == 16, "abi");
 _Static_assert(offsetof(irp_dispatch_state_t, bindings) == 16 + sizeof(void*), "abi");
 _Static_assert(offsetof(irp_dispatch_state_t, binding_lengths) == 16 + 2 * sizeof(void*), "abi");
 _Static_assert(offsetof(irp_dispatch_state_t, binding_count) == 16 + 3 * sizeof(void*), "abi");
-_Static_assert(sizeof(irp_dispatch_state_t) == 24 + 3 * sizeof(void*), "abi");
+_Static_assert(offsetof(irp_dispatch_state_t, read_only_bindings) == 24 + 3 * sizeof(void*), "abi");
+_Static_assert(sizeof(irp_dispatch_state_t) == 24 + 4 * sizeof(void*), "abi");
 _Static_assert(sizeof(irp_workgroup_state_t) == 16, "abi");
 
 #endif /* IRP_HAL_KERNEL_ABI_H_ */

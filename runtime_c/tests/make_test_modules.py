@@ -82,6 +82,13 @@ def simple_function(name: str, emit, inputs=(), outputs=(), i64=4, refs=4) -> Fu
     return Function(name, list(inputs), list(outputs), i64, refs, code.finish())
 
 
+def scale_into(code: BytecodeBuilder, out: int) -> tuple:
+    """scale_f32 of x (ref 0) by 2 into ref `out`: its 4 elements, one workgroup."""
+    return (code.emit("const_i64", 0, 4), code.emit("const_i64", 1, 1),
+            code.emit("const_i64", 2, struct.unpack("<I", struct.pack("<f", 2.0))[0]),
+            code.emit("dispatch", 0, 1, 1, 1, 1, [0, 2], [0, out]))
+
+
 def runtime_failure_functions() -> list[Function]:
     x = TensorSig("x", F32, (4,))
     out = TensorSig("out", F32, (4,))
@@ -111,6 +118,10 @@ def runtime_failure_functions() -> list[Function]:
                                                                c.emit("const_i64", 0, 0),
                                                                c.emit("dispatch", 0, 0, 0, 0, 0, [0], [0, 1, 0]),
                                                                c.emit("ret", [])), inputs=[x]),
+        # scale_f32 told to write its result into the constant, or into the caller's input x
+        simple_function("kernel_writes_constant", lambda c: (c.emit("buffer_constant", 1, 0),
+                                                             *scale_into(c, 1), c.emit("ret", [])), inputs=[x]),
+        simple_function("kernel_writes_input", lambda c: (*scale_into(c, 0), c.emit("ret", [])), inputs=[x]),
         simple_function("copy_input", lambda c: (c.emit("buffer_arena", 1, 0, 16),
                                                  c.emit("buffer_copy", 1, 0),
                                                  c.emit("ret", [1])), inputs=[x], outputs=[out]),

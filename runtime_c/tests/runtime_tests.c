@@ -207,6 +207,20 @@ static void test_call_errors(void) {
                     "buffer_copy of 16 bytes into a 8-byte buffer");
   expect_call_error(module, runtime, "copy_to_constant", &x_view, 1, 0, IRP_RUNTIME_FAILURE,
                     "buffer_copy into read-only ref register 1");
+  /* Constants and inputs are read-only in the dispatch state; the kernel refuses to write them. */
+  float x_before[4];
+  memcpy(x_before, x, sizeof(x_before));
+  uint8_t* module_before = malloc(bytes.length);
+  memcpy(module_before, bytes.data, bytes.length);
+  expect_call_error(module, runtime, "kernel_writes_constant", &x_view, 1, 0, IRP_RUNTIME_FAILURE,
+                    "kernel_writes_constant: kernel 'scale_f32' failed with code 5 (the kernel refused its dispatch: "
+                    "a binding it writes is read-only (a constant of the module or a caller's input)) at workgroup "
+                    "(0, 0, 0)");
+  expect_call_error(module, runtime, "kernel_writes_input", &x_view, 1, 0, IRP_RUNTIME_FAILURE,
+                    "kernel_writes_input: kernel 'scale_f32' failed with code 5");
+  CHECK(memcmp(x, x_before, sizeof(x_before)) == 0, "kernel_writes_input changed its input");
+  CHECK(memcmp(bytes.data, module_before, bytes.length) == 0, "a kernel wrote into the module's bytes");
+  free(module_before);
   expect_call_error(module, runtime, "too_deep", NULL, 0, 0, IRP_RUNTIME_FAILURE,
                     "fib: bytecode at 52: call of 'fib' is deeper than the 32 calls this runtime allows");
   expect_call_error(module, runtime, "div_zero", NULL, 0, 0, IRP_RUNTIME_FAILURE,
@@ -506,7 +520,8 @@ static void test_sync_device(void) {
   void* bindings[] = {runs};
   size_t binding_lengths[] = {sizeof(runs)};
   uint32_t push_constants[] = {0};
-  irp_hal_dispatch_t dispatch = {&executable, 0, {{4, 3, 2}, 1, push_constants, bindings, binding_lengths, 1, 0}, NULL, 0, NULL};
+  const uint32_t read_only[] = {0};
+  irp_hal_dispatch_t dispatch = {&executable, 0, {{4, 3, 2}, 1, push_constants, bindings, binding_lengths, 1, 0, read_only}, NULL, 0, NULL};
   irp_hal_kernel_failure_t failure = {IRP_KERNEL_STATUS_OK, {0, 0, 0}};
   CHECK(irp_hal_device_dispatch(&device, &dispatch, &failure, NULL) == IRP_OK, "a grid without failures");
   CHECK(failure.status == IRP_KERNEL_STATUS_OK, "no failure reported: %d", (int)failure.status);
@@ -548,7 +563,8 @@ static void test_threaded_device(void) {
     void* bindings[] = {runs};
     size_t binding_lengths[] = {sizeof(runs)};
     uint32_t push_constants[] = {0};
-    irp_hal_dispatch_t dispatch = {&executable, 0, {{4, 3, 2}, 1, push_constants, bindings, binding_lengths, 1, 0}, NULL, 0, NULL};
+    const uint32_t read_only[] = {0};
+    irp_hal_dispatch_t dispatch = {&executable, 0, {{4, 3, 2}, 1, push_constants, bindings, binding_lengths, 1, 0, read_only}, NULL, 0, NULL};
     irp_hal_thread_span_t spans[8];
     for (int round = 0; round < 200; ++round) {
       memset(runs, 0, sizeof(runs));
@@ -584,14 +600,14 @@ static void test_threaded_device(void) {
     void* single_bindings[] = {single};
     size_t single_lengths[] = {sizeof(single)};
     push_constants[0] = 0;
-    irp_hal_dispatch_t one = {&executable, 0, {{1, 1, 1}, 1, push_constants, single_bindings, single_lengths, 1, 0}, NULL, 0, NULL};
+    irp_hal_dispatch_t one = {&executable, 0, {{1, 1, 1}, 1, push_constants, single_bindings, single_lengths, 1, 0, read_only}, NULL, 0, NULL};
     irp_hal_kernel_failure_t failure = {IRP_KERNEL_STATUS_OK, {0, 0, 0}};
     CHECK(irp_hal_device_dispatch(device, &one, &failure, NULL) == IRP_OK && single[0] == 1, "one workgroup, inline");
     /* A grid of many workgroups over bindings smaller than IRP_THREAD_INLINE_BYTES: the caller runs them all. */
     memset(runs, 0, workgroups * sizeof(runs[0]));
     memset(spans, 0, sizeof(spans));
     size_t small_lengths[] = {workgroups * sizeof(runs[0])};
-    irp_hal_dispatch_t small = {&executable, 0, {{4, 3, 2}, 1, push_constants, bindings, small_lengths, 1, 0}, spans,
+    irp_hal_dispatch_t small = {&executable, 0, {{4, 3, 2}, 1, push_constants, bindings, small_lengths, 1, 0, read_only}, spans,
                                 thread_counts[t], NULL};
     CHECK(irp_hal_device_dispatch(device, &small, &failure, NULL) == IRP_OK && spans[0].workgroups == 24,
           "%u threads: a small dispatch stays on the caller (it ran %u of 24)", thread_counts[t], spans[0].workgroups);

@@ -66,6 +66,8 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
   const irp_hal_entry_point_t* entry = &executable->hal.entry_points[entry_index];
   void* bindings[IRP_MAX_BINDINGS];
   size_t binding_lengths[IRP_MAX_BINDINGS];
+  /* Which bindings are constants or caller inputs: the ref says, not the module (kernel_abi.h). */
+  uint32_t read_only[(IRP_MAX_BINDINGS + 31) / 32] = {0};
   uint8_t binding_count = READ_U8();
   for (uint8_t i = 0; i < binding_count; ++i) {
     uint16_t index = READ_U16();
@@ -79,6 +81,7 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
     }
     bindings[i] = ref->data;
     binding_lengths[i] = ref->length;
+    if (ref->read_only) read_only[i / 32] |= 1u << (i % 32);
   }
   *io_pc = pc;
   for (int axis = 0; axis < 3; ++axis) {
@@ -101,6 +104,7 @@ static irp_status_t irp_dispatch(const irp_vm_module_t* module, const irp_vm_sta
           .binding_lengths = binding_lengths,
           .binding_count = binding_count,
           .reserved = 0,
+          .read_only_bindings = read_only,
       },
   };
   irp_hal_kernel_failure_t failure = {IRP_KERNEL_STATUS_OK, {0, 0, 0}};

@@ -55,7 +55,7 @@ def test_shared_object_for_each_target(target_name: str, machine: int) -> None:
 def test_library_table_and_version_check() -> None:
     lib = LoadedLibrary(build_executable(_specs(), load_target("host")))  # checks a wrong version gives NULL
     assert list(lib.entries) == ["k_sigmoid", "k_softmax", "k_copy"]
-    assert KERNEL_ABI_VERSION == 1
+    assert KERNEL_ABI_VERSION == 2
     assert ctypes.sizeof(ctypes.c_void_p) == 8
 
 

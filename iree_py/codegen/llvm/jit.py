@@ -2,13 +2,17 @@
 library with ctypes, and run each kernel over its whole workgroup grid.
 
 The product never uses this: the C runtime has its own ELF loader. Outputs start as NaN (float)
-or a fill pattern, so a kernel that leaves elements unwritten fails comparisons.
+or a fill pattern, so a kernel that leaves elements unwritten fails comparisons. Inputs are marked
+read-only in the dispatch state, as the runtime marks a constant or a caller's input, and a kernel
+that changes an input's bytes fails the run: the guard's write set is the outputs alone
+(dispatch_guard.py).
 """
 from __future__ import annotations
 
 import ctypes
 import os
 import tempfile
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -74,9 +78,11 @@ class LoadedLibrary:
             self.entries[name] = KernelFn(table.entries[i])
         self.kernels = {info.name: info for info in blob.kernels}
 
-    def run(self, spec: KernelSpec, arrays: list[np.ndarray], symbols: dict[str, int] | None = None) -> list[np.ndarray]:
+    def run(self, spec: KernelSpec, arrays: list[np.ndarray], symbols: dict[str, int] | None = None,
+            read_only: Iterable[int] | None = None) -> list[np.ndarray]:
         """Run over the whole grid; a dynamic spec needs `symbols`, the values of its symbols
-        (push constants, grid, binding lengths and output shapes are evaluated from them)."""
+        (push constants, grid, binding lengths and output shapes are evaluated from them).
+        `read_only`: the bindings marked read-only (None: every input)."""
         symbols = symbols or {}
         info: KernelInfo = self.kernels[spec.name]
         inputs = _check_inputs(spec, arrays, symbols)
@@ -99,6 +105,11 @@ class LoadedLibrary:
         state.bindings = ctypes.cast(bindings, ctypes.POINTER(ctypes.c_void_p))
         state.binding_lengths = ctypes.cast(lengths, ctypes.POINTER(ctypes.c_size_t))
         state.binding_count = count
+        marked = (ctypes.c_uint32 * (count // 32 + 1))()
+        for i in range(len(inputs)) if read_only is None else read_only:
+            marked[i // 32] |= 1 << (i % 32)
+        state.read_only_bindings = ctypes.cast(marked, ctypes.POINTER(ctypes.c_uint32))
+        before = [a.tobytes() for a in inputs]
         wg = WorkgroupState()
         entry = self.entries[spec.name]
         gx, gy, gz = info.workgroup_count
@@ -109,6 +120,9 @@ class LoadedLibrary:
                     rc = entry(ctypes.byref(state), ctypes.byref(wg))
                     if rc != 0:
                         raise RuntimeError(f"kernel {spec.name} returned {rc} at workgroup ({x}, {y}, {z})")
+        changed = [i for i, (a, b) in enumerate(zip(inputs, before)) if a.tobytes() != b]
+        if changed:
+            raise RuntimeError(f"kernel {spec.name} wrote into its input bindings {changed}, which it may only read")
         return outputs
 
 

@@ -130,7 +130,11 @@ def kernel_ir(spec: KernelSpec, target: Target) -> KernelIR:
     if info.name != body.name:
         raise ValueError(f"kernel {spec.name!r}: builder returned KernelInfo named {info.name!r}")
     info = dataclasses.replace(info, name=spec.name)
-    add_dispatch_guard(module, info, target)
+    bindings = len(spec.inputs) + len(spec.outputs)
+    if len(info.binding_min_lengths) != bindings:  # the guard's write set assumes inputs then outputs
+        raise ValueError(f"kernel {spec.name!r}: builder declared {len(info.binding_min_lengths)} bindings for "
+                         f"{len(spec.inputs)} inputs and {len(spec.outputs)} outputs")
+    add_dispatch_guard(module, info, target, written=range(len(spec.inputs), bindings))
     return KernelIR(info, canonical_text(_add_no_builtins(str(module)), spec.name))
 
 

@@ -8,7 +8,8 @@
  *             IRP_KERNEL_STATUS_INDEX_OUT_OF_RANGE if in[0] > 1000
  * Each kernel checks its push constants against the binding lengths and the grid, and returns 1
  * when they disagree: the corruption test changes push constants and workgroup counts, and a
- * kernel is the only one that knows what they mean. */
+ * kernel is the only one that knows what they mean. Like a compiled entry point (dispatch_guard.py)
+ * one that writes returns IRP_KERNEL_STATUS_READ_ONLY_BINDING when its output is read-only. */
 #include "../../hal/kernel_abi.h"
 
 #define TILE 64u
@@ -22,9 +23,15 @@ static int32_t check_dispatch(const irp_dispatch_state_t* dispatch, uint64_t cou
   return grid[0] == groups && grid[1] == 1 && grid[2] == 1 ? 0 : 1;
 }
 
+/* Whether binding `index` is marked read-only (a constant or a caller's input). */
+static int read_only(const irp_dispatch_state_t* dispatch, uint32_t index) {
+  return (dispatch->read_only_bindings[index / 32] >> (index % 32)) & 1u;
+}
+
 int32_t add_f32(const irp_dispatch_state_t* dispatch, const irp_workgroup_state_t* workgroup) {
   if (dispatch->push_constant_count != 1 || dispatch->binding_count != 3) return 1;
   if (check_dispatch(dispatch, dispatch->push_constants[0], (dispatch->push_constants[0] + TILE - 1) / TILE)) return 1;
+  if (read_only(dispatch, 2)) return IRP_KERNEL_STATUS_READ_ONLY_BINDING;
   const float* a = (const float*)dispatch->bindings[0];
   const float* b = (const float*)dispatch->bindings[1];
   float* out = (float*)dispatch->bindings[2];
@@ -38,6 +45,7 @@ int32_t scale_f32(const irp_dispatch_state_t* dispatch, const irp_workgroup_stat
   (void)workgroup;
   if (dispatch->push_constant_count != 2 || dispatch->binding_count != 2) return 1;
   if (check_dispatch(dispatch, dispatch->push_constants[0], 1)) return 1;
+  if (read_only(dispatch, 1)) return IRP_KERNEL_STATUS_READ_ONLY_BINDING;
   const float* in = (const float*)dispatch->bindings[0];
   float* out = (float*)dispatch->bindings[1];
   uint32_t count = dispatch->push_constants[0];

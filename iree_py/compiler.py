@@ -7,6 +7,7 @@ from typing import Callable
 
 from iree_py.codegen.backend import backend_for
 from iree_py.codegen.dispatch import Dispatch, dispatch_for
+from iree_py.codegen.kernel_abi import KERNEL_ABI_VERSION
 from iree_py.codegen.kernel_spec import ExecutableBlob, KernelSpec
 from iree_py.targets import Target, load_target
 from iree_py.errors import CompileError, reported_as_internal
@@ -222,7 +223,7 @@ def build_module(graph: Graph, target: Target, specs: list[KernelSpec], blob: Ex
     entry_points = [mod.EntryPoint(k.name, len(k.binding_min_lengths), len(k.push_constants),
                                    [n if isinstance(n, int) else 0 for n in k.binding_min_lengths], offset)
                     for k, offset in zip(blob.kernels, offsets)]
-    executable = mod.Executable(blob.arch, entry_points, blob.code, blob.format)
+    executable = mod.Executable(blob.arch, entry_points, blob.code, blob.format, KERNEL_ABI_VERSION)
     buffers = [mod.PlannedBuffer(s.name, s.offset, s.size) for s in plan.storages if not s.pool]
     debug = [mod.EntryPointDebug(0, i, list(s.source_nodes), list(s.source_ops)) for i, s in enumerate(specs)] \
         if debug_info else None

@@ -92,6 +92,7 @@ class Executable:
     entry_points: list[EntryPoint]
     code: bytes
     format: str = "elf"
+    kernel_abi: int = 0  # the kernel ABI the code was built for (module.fbs Executable.kernel_abi)
 
 
 @dataclass

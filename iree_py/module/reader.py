@@ -142,4 +142,4 @@ def _executable(t: _T, payloads: bool) -> Executable:
         raise ModuleFormatError(f"executable for {t.string(0)}: unknown format {format_code}; "
                                 f"known: {', '.join(f'{i} = {n}' for i, n in enumerate(EXECUTABLE_FORMATS))}")
     return Executable(arch=t.string(0), format=EXECUTABLE_FORMATS[format_code],
-                      entry_points=entries, code=t.bytes_(3)[0] if payloads else b"")
+                      entry_points=entries, code=t.bytes_(3)[0] if payloads else b"", kernel_abi=t.scalar(5, N.Uint32Flags))

@@ -140,12 +140,13 @@ def _executable(b: flatbuffers.Builder, e: Executable) -> Offset:
     arch = b.CreateString(e.arch)
     entry_points = _table_vector(b, [_entry_point(b, ep) for ep in e.entry_points])
     code = _bytes(b, e.code, CONSTANT_ALIGNMENT)
-    b.StartObject(5)
+    b.StartObject(6)
     b.PrependUOffsetTRelativeSlot(0, arch, 0)
     b.PrependUint8Slot(1, EXECUTABLE_FORMATS.index(e.format), 0)
     b.PrependUOffsetTRelativeSlot(2, entry_points, 0)
     b.PrependUOffsetTRelativeSlot(3, code, 0)
     b.PrependUint32Slot(4, zlib.crc32(e.code), 0)  # always derived from the code, never stored in the model
+    b.PrependUint32Slot(5, e.kernel_abi, 0)
     return b.EndObject()
 
 

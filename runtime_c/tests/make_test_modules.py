@@ -16,6 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from iree_py.codegen.kernel_abi import KERNEL_ABI_VERSION  # noqa: E402
 from iree_py.ir.types import DType  # noqa: E402
 from iree_py.module.model import (Constant, EntryPoint, Executable, Function, MemoryPlan,  # noqa: E402
                                   Module, TensorSig)
@@ -176,7 +177,7 @@ def good_module(arch: str, kernels: bytes) -> Module:
     constant = Constant("c", struct.pack("<4f", 1, 2, 3, 4))
     functions = [add_function(), scaled_function(), *runtime_failure_functions(), *call_functions()]
     assert functions[FIB_INDEX].name == "fib"
-    return Module("test", functions, [constant], [Executable(arch, entry_points(), kernels)],
+    return Module("test", functions, [constant], [Executable(arch, entry_points(), kernels, "elf", KERNEL_ABI_VERSION)],
                   MemoryPlan(448))
 
 
@@ -387,10 +388,10 @@ def write_flat_modules(out: Path, arch: str, kernels_object: bytes) -> list[str]
     image = link_flat_image([kernels_object], names, None, "the flat test kernels")
     eps = [replace(e, code_offset=o) for e, o in zip(entry_points(), image.entry_offsets)]
     good = good_module(arch, image.code)
-    good = replace(good, executables=[Executable(arch, eps, image.code, "flat")])
+    good = replace(good, executables=[Executable(arch, eps, image.code, "flat", KERNEL_ABI_VERSION)])
     (out / "flat_good.vmfb").write_bytes(write_module(good))
     base = small_module(arch, image.code)
-    base = replace(base, executables=[Executable(arch, eps, image.code, "flat")])
+    base = replace(base, executables=[Executable(arch, eps, image.code, "flat", KERNEL_ABI_VERSION)])
     size = len(image.code)
     cases = [
         ("flat_offset_at_end", with_entry_points(base, [eps[0], replace(eps[1], code_offset=size), eps[2]]),
@@ -398,6 +399,11 @@ def write_flat_modules(out: Path, arch: str, kernels_object: bytes) -> list[str]
         ("flat_offset_huge", with_entry_points(base, [eps[0], eps[1], replace(eps[2], code_offset=0xFFFFFFF0)]),
          INVALID_MODULE, "entry point 'fail_if_negative' at offset 0xfffffff0 is outside"),
         ("flat_no_code", with_code(base, b""), INVALID_MODULE, "is outside its 0 bytes of code"),
+        # A flat image has no library query to ask: the module's kernel_abi says what its code reads.
+        ("flat_old_abi", replace(base, executables=[replace(base.executables[0], kernel_abi=0)]), UNSUPPORTED,
+         f"was built for kernel ABI 1; this runtime runs ABI {KERNEL_ABI_VERSION}"),
+        ("flat_newer_abi", replace(base, executables=[replace(base.executables[0], kernel_abi=KERNEL_ABI_VERSION + 1)]),
+         UNSUPPORTED, f"was built for kernel ABI {KERNEL_ABI_VERSION + 1}"),
     ]
     alignment = FLAT_ENTRY_ALIGNMENT.get(arch, 1)
     if alignment > 1:

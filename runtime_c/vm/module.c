@@ -6,6 +6,7 @@
 #include "../base/allocator.h"
 #include "../base/crc32.h"
 #include "../base/little_endian.h"
+#include "../hal/kernel_abi.h"
 #include "flatbuf.h"
 #include "isa_generated.h"
 #include "verifier.h"
@@ -18,7 +19,8 @@ enum { FUNCTION_NAME, FUNCTION_EXPORTED, FUNCTION_INPUTS, FUNCTION_OUTPUTS, FUNC
 enum { SIG_NAME, SIG_DTYPE, SIG_SHAPE, SIG_SCALE, SIG_ZERO_POINT, SIG_DIM_NAMES };
 enum { CONSTANT_NAME, CONSTANT_DATA };
 enum { ENTRY_NAME, ENTRY_BINDING_COUNT, ENTRY_PUSH_CONSTANT_COUNT, ENTRY_MIN_LENGTHS, ENTRY_CODE_OFFSET };
-enum { EXECUTABLE_ARCH, EXECUTABLE_FORMAT, EXECUTABLE_ENTRY_POINTS, EXECUTABLE_CODE, EXECUTABLE_CODE_CRC32 };
+enum { EXECUTABLE_ARCH, EXECUTABLE_FORMAT, EXECUTABLE_ENTRY_POINTS, EXECUTABLE_CODE, EXECUTABLE_CODE_CRC32,
+       EXECUTABLE_KERNEL_ABI };
 enum { PLAN_ARENA_SIZE, PLAN_BUFFERS, PLAN_POOL_SIZE };
 
 size_t irp_dtype_size(uint32_t dtype) {
@@ -319,6 +321,17 @@ static irp_status_t irp_load_executable(const irp_allocator_t* allocator, const 
                     out_executable->arch, format);
   }
   out_executable->format = (irp_hal_executable_format_t)format;
+  if (format == IRP_EXECUTABLE_FORMAT_FLAT) {
+    /* A flat image has no library query: the module says which dispatch state its code reads. */
+    uint32_t abi;
+    IRP_RETURN_IF_ERROR(irp_fb_u32(fb, table, EXECUTABLE_KERNEL_ABI, 0, &abi));
+    if (abi != IRP_KERNEL_ABI_VERSION) {
+      return IRP_FAIL(fb->diag, IRP_UNSUPPORTED,
+                      "flat executable for %s was built for kernel ABI %u; this runtime runs ABI %u: compile the "
+                      "module again",
+                      out_executable->arch, (unsigned)(abi == 0 ? 1 : abi), (unsigned)IRP_KERNEL_ABI_VERSION);
+    }
+  }
   IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, EXECUTABLE_ENTRY_POINTS, 4, &entries));
   IRP_RETURN_IF_ERROR(irp_fb_vector(fb, table, EXECUTABLE_CODE, 1, &code));
   out_executable->code = fb->data + code.pos;

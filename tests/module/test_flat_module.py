@@ -25,6 +25,15 @@ def test_flat_format_and_offsets_round_trip():
     assert exe.format == "flat" and [e.code_offset for e in exe.entry_points] == [0, 0xA]
 
 
+def test_kernel_abi_round_trips_and_old_modules_read_as_0():
+    exe = _module("flat", (0, 0xA)).executables[0]
+    exe.kernel_abi = 2
+    assert read_module(write_module(_module("flat", (0, 0xA)))).executables[0].kernel_abi == 0  # not written: 0
+    module = _module("flat", (0, 0xA))
+    module.executables[0] = exe
+    assert read_module(write_module(module)).executables[0].kernel_abi == 2
+
+
 def test_dump_shows_format_and_offsets():
     text = dump_module(read_module(write_module(_module("flat", (0x1, 0xB)))))
     assert "executable #0 riscv32 flat, 16 bytes of code" in text

@@ -297,8 +297,9 @@ static irp_status_t irp_vm_call(const irp_vm_module_t* module, const irp_vm_stat
                     "%s: bytecode at %zu: call of '%s' is deeper than the %" PRIu32 " calls this runtime allows (IRP_MAX_CALL_DEPTH)",
                     function->name, insn_pc, callee->name, module->call_depth);
   }
-  irp_vm_window_t callee_window = {window->i64 + function->i64_register_count,
-                                   window->refs + function->ref_register_count};
+  /* A module with no registers of a kind has no storage for them (NULL): NULL + 0 is undefined. */
+  irp_vm_window_t callee_window = {window->i64 != NULL ? window->i64 + function->i64_register_count : NULL,
+                                   window->refs != NULL ? window->refs + function->ref_register_count : NULL};
   /* Zero the callee's registers first: arguments are read from the caller's, which do not overlap. */
   irp_vm_frame_t frame = {cursor->function_index, insn_pc, window->i64, window->refs};
   irp_vm_window_t caller_window = *window;

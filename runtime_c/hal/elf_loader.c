@@ -276,12 +276,15 @@ static irp_status_t irp_elf_read_dynamic(irp_elf_ctx_t* ctx, irp_elf_dynamic_t* 
 /* Finds symbol `index` of the dynamic symbol table; checks the entry lies in the image. */
 static irp_status_t irp_elf_symbol(irp_elf_ctx_t* ctx, const irp_elf_dynamic_t* dynamic, uint64_t index,
                                    const uint8_t** out_symbol) {
-  if (dynamic->symtab == 0 || index >= IRP_MAX_SYMBOLS ||
-      !irp_elf_range(ctx->image, dynamic->symtab + index * ELF_SYM_SIZE, ELF_SYM_SIZE)) {
+  /* The entry's offset, computed once: symtab + index * size may wrap around to an offset inside the
+   * image, and adding symtab to the base first would overflow the pointer. */
+  uint64_t at = index < IRP_MAX_SYMBOLS ? index * ELF_SYM_SIZE : 0;
+  if (dynamic->symtab == 0 || index >= IRP_MAX_SYMBOLS || dynamic->symtab > UINT64_MAX - at ||
+      !irp_elf_range(ctx->image, dynamic->symtab + at, ELF_SYM_SIZE)) {
     return IRP_FAIL(ctx->diag, IRP_INVALID_MODULE, "kernel library: relocation refers to symbol %llu outside the symbol table",
                     (unsigned long long)index);
   }
-  *out_symbol = ctx->image->base + dynamic->symtab + index * ELF_SYM_SIZE;
+  *out_symbol = ctx->image->base + (dynamic->symtab + at);
   return IRP_OK;
 }
 

@@ -1,6 +1,6 @@
 """Seeded mutations of ONNX models, as a damaged or hostile file (or a careless exporter) would
-write them: flipped and truncated bytes, and edits the protobuf still parses (attribute values,
-input dims and dtypes, node inputs and op types, initializer dims)."""
+write them: flipped and truncated bytes, and edits the protobuf still parses (attribute values and
+types, input dims and dtypes, node inputs and op types, initializer dims)."""
 from __future__ import annotations
 
 import copy
@@ -17,6 +17,10 @@ def _mutate_attr(m: onnx.ModelProto, rng: random.Random) -> None:
     if not nodes:
         return
     a = rng.choice(rng.choice(nodes).attribute)
+    if rng.random() < 0.2:  # the attribute's type: unset, or another one than its value's
+        a.type = rng.choice([onnx.AttributeProto.UNDEFINED, onnx.AttributeProto.FLOAT, onnx.AttributeProto.INTS,
+                             onnx.AttributeProto.STRING, onnx.AttributeProto.INT])
+        return
     if a.type == onnx.AttributeProto.INT:
         a.i = rng.choice([-1, 0, 1, 2, 7, -100, 1 << 40])
     elif a.type == onnx.AttributeProto.INTS and a.ints:

@@ -55,6 +55,8 @@ def _explicit_pads(ctx: "OnnxContext", spatial: tuple[int, ...], kernel: list[in
         pads = [int(p) for p in ctx.attr("pads", [0] * (2 * n))]
         if len(pads) != 2 * n:
             raise ctx.bad_attr("pads", pads, f"expected {2 * n} values")
+        if min(pads, default=0) < 0:
+            raise ctx.bad_attr("pads", pads, "negative pads")
         return pads
     if auto_pad == "VALID":
         return [0] * (2 * n)

@@ -135,18 +135,31 @@ class OnnxContext:
 
     # --- reading the node ---------------------------------------------------------------------
     def attr(self, name: str, default: Any = None) -> Any:
+        """The node's attribute `name` as a Python value, or `default` when it is absent. A default
+        other than None also says what kind of value the op reads (int, float, str, list), and an
+        attribute of another kind, or of no type at all, is refused naming both."""
         assert self.node is not None
         for a in self.node.attribute:
             if a.name == name:
-                value = onnx.helper.get_attribute_value(a)
-                if isinstance(value, bytes):
-                    return value.decode()
-                if isinstance(value, onnx.TensorProto):
-                    return onnx.numpy_helper.to_array(value)
-                if isinstance(value, list):
-                    return [v.decode() if isinstance(v, bytes) else v for v in value]
+                if a.type == onnx.AttributeProto.UNDEFINED:
+                    raise self.error(f"attribute '{name}' has no type (AttributeProto.type is UNDEFINED)")
+                value = self._attr_value(a)
+                if default is not None and not _same_kind(value, default):
+                    raise self.error(f"attribute '{name}' is {_kind(value)} "
+                                     f"({onnx.AttributeProto.AttributeType.Name(a.type)}); the op reads {_kind(default)}")
                 return value
         return default
+
+    @staticmethod
+    def _attr_value(a: onnx.AttributeProto) -> Any:
+        value = onnx.helper.get_attribute_value(a)
+        if isinstance(value, bytes):
+            return value.decode()
+        if isinstance(value, onnx.TensorProto):
+            return onnx.numpy_helper.to_array(value)
+        if isinstance(value, list):
+            return [v.decode() if isinstance(v, bytes) else v for v in value]
+        return value
 
     def has_input(self, i: int) -> bool:
         assert self.node is not None
@@ -409,3 +422,24 @@ def import_onnx(model: str | Path | bytes | onnx.ModelProto, dims: dict[str, int
     graph.symbol_sources = dict(ctx.symbol_sources)  # symbol -> (i64 tensor, flat index) read at run time
     verify(graph)
     return graph
+
+
+def _kind(value: Any) -> str:
+    """What an attribute value is, as an error message says it."""
+    if isinstance(value, bool) or isinstance(value, int):
+        return "an int"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return f"a {type(value).__name__}"
+
+
+def _same_kind(value: Any, default: Any) -> bool:
+    """Whether `value` is of the kind `default` is (an int where a float is read is fine)."""
+    if isinstance(default, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return _kind(value) == _kind(default)
+
